@@ -1,0 +1,63 @@
+"""The build machine itself: where crossbuild keeps its caches and where the host tools (zig, cmake, qemu...) are.
+
+Read at call time, never at import time, so tests and two runs in one process can point them elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import shutil
+import sys
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """Shared caches (zig's, sources, musl loaders, prefixes): $CROSSBUILD_CACHE_DIR or ~/.cache/crossbuild."""
+    explicit = os.environ.get("CROSSBUILD_CACHE_DIR")
+    if explicit:
+        return Path(explicit).resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return (base / "crossbuild").resolve()
+
+
+def zig_cache_dir() -> Path:
+    """One ZIG_GLOBAL_CACHE_DIR for every run, test and CI job: zig builds each target's libc once."""
+    return cache_root() / "zig"
+
+
+def zig_executable() -> Path | None:
+    """The zig binary of the installed `ziglang` package (never a zig found on PATH: the version is pinned)."""
+    spec = importlib.util.find_spec("ziglang")
+    if spec is None or not spec.origin:
+        return None
+    exe = Path(spec.origin).parent / ("zig.exe" if os.name == "nt" else "zig")
+    return exe if exe.exists() else None
+
+
+def python_dirs() -> list[Path]:
+    """Directories holding this Python and its packages: the sandbox mounts them read-only so the
+    compiler wrappers, zig and pip-installed meson/ninja run inside it."""
+    dirs = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    return sorted(dirs)
+
+
+def scripts_dir() -> Path:
+    """Where pip put this environment's console scripts (meson, ninja, crossbuild)."""
+    return Path(sys.executable).parent
+
+
+def find_tool(name: str) -> str | None:
+    """A host program, preferring the one installed beside crossbuild (pip's ninja/meson) over the system's."""
+    local = scripts_dir() / name
+    if local.exists() and os.access(local, os.X_OK):
+        return str(local)
+    return shutil.which(name)
+
+
+def build_triple() -> str:
+    """The autotools --build triple of this machine (what config.guess would print on glibc Linux)."""
+    machine = platform.machine() or "x86_64"
+    return f"{machine}-pc-linux-gnu"

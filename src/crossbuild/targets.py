@@ -1,0 +1,196 @@
+"""Facts about the machines crossbuild builds for: one Target per triple, and parsing of user-typed names.
+
+Everything another layer needs to know about a target (zig's name for it, what its binaries look like, how
+CMake, Meson and autotools call it, which qemu runs it) lives here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, replace
+
+
+class UnknownTargetError(ValueError):
+    """A target name crossbuild does not know; the message lists the close matches."""
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str  # canonical, as the user types it: "aarch64-linux-gnu.2.28"
+    arch: str  # zig/LLVM arch name: aarch64, riscv64, arm, x86_64
+    os: str  # linux | windows
+    abi: str  # musl | gnu | musleabihf | gnueabihf
+    binary_format: str  # elf | pe
+    bits: int  # 32 | 64
+    endian: str  # little | big
+    # ELF e_machine as pyelftools names it (EM_AARCH64 ...), or the PE machine name (IMAGE_FILE_MACHINE_AMD64)
+    machine: str
+    float_abi: str | None  # "hard" | "soft" where the ABI distinguishes them (32-bit ARM), else None
+    qemu: str | None  # qemu-user binary that runs this target's Linux programs
+    cmake_system_name: str
+    cmake_system_processor: str
+    meson_cpu_family: str
+    meson_cpu: str
+    meson_system: str
+    autotools_host: str
+    debian_arch: str  # Debian's name for the architecture (cross libc packages: libc6-<arch>-cross)
+    glibc_version: tuple[int, int] | None = None  # only for versioned gnu targets
+
+    @property
+    def zig_target(self) -> str:
+        base = f"{self.arch}-{self.os}-{self.abi}"
+        if self.glibc_version:
+            return f"{base}.{self.glibc_version[0]}.{self.glibc_version[1]}"
+        return base
+
+    @property
+    def is_windows(self) -> bool:
+        return self.os == "windows"
+
+    @property
+    def libc(self) -> str:
+        """musl, glibc or mingw (what links the programs)."""
+        if self.is_windows:
+            return "mingw"
+        return "musl" if self.abi.startswith("musl") else "glibc"
+
+    @property
+    def dynamic_loader(self) -> str | None:
+        """The PT_INTERP a correctly built dynamic executable for this target asks for."""
+        if self.is_windows:
+            return None
+        return _LOADERS[(self.arch, self.libc)]
+
+    @property
+    def gnu_triple(self) -> str:
+        """Debian's multiarch triple for glibc targets (where libc6-<arch>-cross installs: /usr/<triple>)."""
+        return _GNU_TRIPLES[self.arch]
+
+    def facts(self) -> dict[str, str]:
+        """A flat, printable summary (for `crossbuild targets` and `--json`)."""
+        return {
+            "name": self.name,
+            "zig": self.zig_target,
+            "format": f"{self.binary_format.upper()}{self.bits} {self.endian}",
+            "machine": self.machine,
+            "float_abi": self.float_abi or "-",
+            "libc": self.libc + (f" {self.glibc_version[0]}.{self.glibc_version[1]}" if self.glibc_version else ""),
+            "qemu": self.qemu or "-",
+            "cmake": f"{self.cmake_system_name}/{self.cmake_system_processor}",
+            "meson": f"{self.meson_cpu_family}/{self.meson_cpu}/{self.meson_system}",
+            "host_triple": self.autotools_host,
+        }
+
+
+_LOADERS = {
+    ("aarch64", "musl"): "/lib/ld-musl-aarch64.so.1",
+    ("aarch64", "glibc"): "/lib/ld-linux-aarch64.so.1",
+    ("x86_64", "musl"): "/lib/ld-musl-x86_64.so.1",
+    ("x86_64", "glibc"): "/lib64/ld-linux-x86-64.so.2",
+    ("riscv64", "musl"): "/lib/ld-musl-riscv64.so.1",
+    ("riscv64", "glibc"): "/lib/ld-linux-riscv64-lp64d.so.1",
+    ("arm", "musl"): "/lib/ld-musl-armhf.so.1",
+    ("arm", "glibc"): "/lib/ld-linux-armhf.so.3",
+}
+
+_GNU_TRIPLES = {
+    "aarch64": "aarch64-linux-gnu",
+    "x86_64": "x86_64-linux-gnu",
+    "riscv64": "riscv64-linux-gnu",
+    "arm": "arm-linux-gnueabihf",
+}
+
+
+def _linux(arch: str, abi: str, **kw) -> Target:
+    common = {
+        "aarch64": dict(bits=64, machine="EM_AARCH64", qemu="qemu-aarch64", cmake_system_processor="aarch64",
+                        meson_cpu_family="aarch64", meson_cpu="aarch64", debian_arch="arm64", float_abi=None),
+        "x86_64": dict(bits=64, machine="EM_X86_64", qemu="qemu-x86_64", cmake_system_processor="x86_64",
+                       meson_cpu_family="x86_64", meson_cpu="x86_64", debian_arch="amd64", float_abi=None),
+        "riscv64": dict(bits=64, machine="EM_RISCV", qemu="qemu-riscv64", cmake_system_processor="riscv64",
+                        meson_cpu_family="riscv64", meson_cpu="riscv64", debian_arch="riscv64", float_abi=None),
+        "arm": dict(bits=32, machine="EM_ARM", qemu="qemu-arm", cmake_system_processor="armv7-a",
+                    meson_cpu_family="arm", meson_cpu="armv7", debian_arch="armhf", float_abi="hard"),
+    }[arch]
+    fields = dict(
+        name=f"{arch}-linux-{abi}", arch=arch, os="linux", abi=abi, binary_format="elf", endian="little",
+        cmake_system_name="Linux", meson_system="linux", autotools_host=f"{arch}-linux-{abi}",
+    )
+    fields.update(common)
+    fields.update(kw)
+    return Target(**fields)
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in [
+        _linux("aarch64", "musl"),
+        _linux("aarch64", "gnu"),
+        _linux("x86_64", "musl"),
+        _linux("x86_64", "gnu"),
+        _linux("riscv64", "musl"),
+        _linux("riscv64", "gnu"),
+        _linux("arm", "musleabihf"),
+        _linux("arm", "gnueabihf"),
+        Target(
+            name="x86_64-windows-gnu", arch="x86_64", os="windows", abi="gnu", binary_format="pe", bits=64,
+            endian="little", machine="IMAGE_FILE_MACHINE_AMD64", float_abi=None, qemu=None,
+            cmake_system_name="Windows", cmake_system_processor="AMD64", meson_cpu_family="x86_64",
+            meson_cpu="x86_64", meson_system="windows", autotools_host="x86_64-w64-mingw32", debian_arch="amd64",
+        ),
+    ]
+}
+
+# Names people type for the same machine; they resolve to the canonical target (never silently guessed).
+ALIASES = {
+    "arm64-linux-musl": "aarch64-linux-musl",
+    "arm64-linux-gnu": "aarch64-linux-gnu",
+    "amd64-linux-musl": "x86_64-linux-musl",
+    "amd64-linux-gnu": "x86_64-linux-gnu",
+    "armv7-linux-musleabihf": "arm-linux-musleabihf",
+    "armv7-linux-gnueabihf": "arm-linux-gnueabihf",
+    "x86_64-w64-mingw32": "x86_64-windows-gnu",
+}
+
+# zig ships glibc stubs from 2.17 on; Debian 12 itself has 2.36.
+_GLIBC_MIN = (2, 17)
+_GLIBC_MAX = (2, 41)
+_GLIBC_SUFFIX = re.compile(r"^(?P<base>.+-gnu(?:eabihf)?)\.(?P<major>\d+)\.(?P<minor>\d+)$")
+
+
+def parse_target(name: str) -> Target:
+    """Resolve a user-typed target name, e.g. 'aarch64-linux-gnu.2.28'. Raises UnknownTargetError."""
+    text = name.strip()
+    if text in ALIASES:
+        text = ALIASES[text]
+    if text in TARGETS:
+        return TARGETS[text]
+    m = _GLIBC_SUFFIX.match(text)
+    if m:
+        base = ALIASES.get(m["base"], m["base"])
+        version = (int(m["major"]), int(m["minor"]))
+        if base not in TARGETS:
+            raise UnknownTargetError(_unknown_message(name))
+        if not (_GLIBC_MIN <= version <= _GLIBC_MAX):
+            raise UnknownTargetError(
+                f"glibc {version[0]}.{version[1]} is outside what zig can target "
+                f"({_GLIBC_MIN[0]}.{_GLIBC_MIN[1]}–{_GLIBC_MAX[0]}.{_GLIBC_MAX[1]}); try {base}.2.28"
+            )
+        return replace(TARGETS[base], name=text, glibc_version=version)
+    if re.match(r"^.+-(musl|musleabihf)\.\d+\.\d+$", text):
+        raise UnknownTargetError(
+            f"unknown target {name!r}: a libc version suffix only applies to glibc (-gnu) targets"
+        )
+    raise UnknownTargetError(_unknown_message(name))
+
+
+def _unknown_message(name: str) -> str:
+    known = list(TARGETS) + list(ALIASES)
+    close = difflib.get_close_matches(name.strip(), known, n=3, cutoff=0.5)
+    close = list(dict.fromkeys(ALIASES.get(c, c) for c in close))
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    return (
+        f"unknown target {name!r}.{hint} Known targets: {', '.join(TARGETS)} "
+        "(glibc targets also take a version, e.g. aarch64-linux-gnu.2.28). See `crossbuild targets`."
+    )
