@@ -153,12 +153,14 @@ class Toolchain:
 
     def _wrapper_script(self, tool: str) -> str:
         t = self.target
-        argv = [sys.executable, "-I", "-S", str(ZIGWRAP), tool, str(self.zig), t.zig_target, t.arch,
+        argv = [sys.executable, "-I", "-S", str(self.xbuild / ZIGWRAP.name), tool, str(self.zig), t.zig_target, t.arch,
                 t.binary_format, str(self.bindir), "--"]
         return "#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in argv) + ' "$@"\n'
 
     def _write_wrappers(self) -> None:
         t = self.target
+        # A copy inside the workspace: the sandbox shows builds the workspace, not crossbuild's source tree.
+        _write(self.xbuild / ZIGWRAP.name, ZIGWRAP.read_text(encoding="utf-8"))
         tools = {"zcc": "cc", "zxx": "c++", "zar": "ar", "zranlib": "ranlib", "zstrip": "strip",
                  "zobjcopy": "objcopy", "zld": "ld"}
         if t.is_windows:

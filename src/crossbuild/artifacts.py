@@ -1,0 +1,373 @@
+"""What a build produced: find every binary in a tree (ELF, ar archives and their members, PE, Mach-O) by its
+content, describe it, and say whether it fits a target. File names are never trusted; magic bytes are.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import os
+import struct
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pefile
+from elftools.common.exceptions import ELFError
+from elftools.elf.constants import E_FLAGS
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
+
+from .targets import Target
+
+# Folders whose binaries are configure-time probes (compiler checks), not the project's artifacts.
+PROBE_PARTS = ("CMakeScratch", "CMakeTmp", "meson-private", "conftest.dir", ".xbuild", ".git")
+PROBE_NAMES = ("conftest", "conftest.o", "conftest.exe", "a.out", "a.exe", "CMakeCCompilerId.o",
+               "CMakeCXXCompilerId.o")
+# Names that promise a binary; such a file with other content is reported (a renamed text file is no library).
+BINARY_SUFFIXES = (".o", ".obj", ".a", ".lib", ".so", ".dll", ".exe", ".dylib")
+
+_ELF_MACHINE_OF_PE = {0x8664: "IMAGE_FILE_MACHINE_AMD64", 0x14C: "IMAGE_FILE_MACHINE_I386",
+                      0xAA64: "IMAGE_FILE_MACHINE_ARM64", 0x1C4: "IMAGE_FILE_MACHINE_ARMNT"}
+_MACHO_CPU = {7: "x86", 0x01000007: "x86_64", 12: "arm", 0x0100000C: "arm64"}
+EF_ARM_ABI_FLOAT_HARD = 0x400
+EF_ARM_ABI_FLOAT_SOFT = 0x200
+
+
+@dataclass
+class Artifact:
+    path: str  # relative to the scanned root; archive members as "lib.a(member.o)"
+    format: str  # elf | pe | macho | ar | thin-ar | coff
+    kind: str  # executable | shared_library | object | static_library | import_library | unknown
+    machine: str | None = None
+    bits: int | None = None
+    endian: str | None = None
+    os_abi: str | None = None
+    linkage: str | None = None  # static | dynamic | static-pie (executables)
+    interpreter: str | None = None
+    libc: str | None = None  # musl | glibc (from the interpreter), for dynamic ELF executables
+    float_abi: str | None = None  # hard | soft (32-bit ARM)
+    max_glibc: str | None = None  # highest GLIBC_x.y symbol version required
+    needed: list[str] = field(default_factory=list)
+    subsystem: str | None = None  # PE: console | gui | ...
+    members: int | None = None  # ar: number of object members
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in (None, [], "")}
+
+
+@dataclass
+class ScanResult:
+    artifacts: list[Artifact]
+    probes_excluded: list[str]
+    not_binaries: list[str]  # files with a binary's name but other content
+    files_seen: int
+
+
+def is_probe(rel: str) -> bool:
+    parts = Path(rel).parts
+    if any(p in PROBE_PARTS for p in parts):
+        return True
+    if any(p.startswith("CompilerId") for p in parts):  # CMakeFiles/3.x/CompilerIdC/a.out
+        return True
+    for i, p in enumerate(parts[:-1]):  # CMakeFiles/3.25.1/CMakeDetermineCompilerABI_C.bin
+        if p == "CMakeFiles" and i + 1 < len(parts) - 1 and parts[i + 1][:1].isdigit():
+            return True
+    name = parts[-1]
+    return name in PROBE_NAMES or name.startswith("conftest")
+
+
+def scan_tree(root: str | Path) -> ScanResult:
+    root = Path(root)
+    artifacts: list[Artifact] = []
+    probes: list[str] = []
+    fakes: list[str] = []
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in (".git",)]
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full) or not os.path.isfile(full):
+                continue
+            seen += 1
+            rel = os.path.relpath(full, root)
+            try:
+                with open(full, "rb") as f:
+                    head = f.read(64)
+            except OSError:
+                continue
+            fmt = sniff(head)
+            if fmt is None:
+                if _promises_binary(name) and head:
+                    fakes.append(rel)
+                continue
+            if is_probe(rel):
+                probes.append(rel)
+                continue
+            artifacts.extend(describe_file(full, rel, fmt))
+    return ScanResult(artifacts, probes, fakes, seen)
+
+
+def _promises_binary(name: str) -> bool:
+    if name.endswith(BINARY_SUFFIXES):
+        return True
+    return ".so." in name and name.split(".so.", 1)[1].replace(".", "").isdigit()
+
+
+def sniff(head: bytes) -> str | None:
+    if head.startswith(b"\x7fELF"):
+        return "elf"
+    if head.startswith(b"!<arch>\n"):
+        return "ar"
+    if head.startswith(b"!<thin>\n"):
+        return "thin-ar"
+    if head.startswith(b"MZ"):
+        return "pe"
+    if len(head) >= 4 and struct.unpack("<I", head[:4])[0] in (0xFEEDFACE, 0xFEEDFACF, 0xCEFAEDFE, 0xCFFAEDFE):
+        return "macho"
+    if len(head) >= 8 and head[:4] == b"\xca\xfe\xba\xbe" and 0 < struct.unpack(">I", head[4:8])[0] < 30:
+        return "macho"  # fat binary (a Java class file has a version >= 45 here)
+    if len(head) >= 20 and struct.unpack("<H", head[:2])[0] in _ELF_MACHINE_OF_PE and _plausible_coff(head):
+        return "coff"
+    return None
+
+
+def _plausible_coff(head: bytes) -> bool:
+    nsections, _, _, _, opt_size, _ = struct.unpack("<HIIIHH", head[2:20])
+    return 0 < nsections < 4096 and opt_size == 0
+
+
+def describe_file(full: str, rel: str, fmt: str) -> list[Artifact]:
+    try:
+        if fmt == "elf":
+            with open(full, "rb") as f:
+                return [describe_elf(f, rel)]
+        if fmt in ("ar", "thin-ar"):
+            return describe_archive(full, rel, thin=fmt == "thin-ar")
+        if fmt == "pe":
+            return [describe_pe(full, rel)]
+        if fmt == "macho":
+            with open(full, "rb") as f:
+                return [describe_macho(f.read(4096), rel)]
+        if fmt == "coff":
+            with open(full, "rb") as f:
+                return [describe_coff(f.read(20), rel)]
+    except (ELFError, pefile.PEFormatError, struct.error, OSError, ValueError) as e:
+        return [Artifact(path=rel, format=fmt, kind="unknown", problems=[f"unreadable {fmt}: {e}"])]
+    return []
+
+
+def describe_elf(stream, rel: str) -> Artifact:
+    elf = ELFFile(stream)
+    h = elf.header
+    a = Artifact(path=rel, format="elf", kind="unknown", machine=h["e_machine"], bits=elf.elfclass,
+                 endian="little" if elf.little_endian else "big", os_abi=h["e_ident"]["EI_OSABI"])
+    etype = h["e_type"]
+    interp = None
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_INTERP":
+            interp = seg.get_interp_name()
+    dyn = elf.get_section_by_name(".dynamic")
+    flags_1 = 0
+    soname = None
+    if isinstance(dyn, DynamicSection):
+        for tag in dyn.iter_tags():
+            if tag.entry.d_tag == "DT_NEEDED":
+                a.needed.append(tag.needed)
+            elif tag.entry.d_tag == "DT_FLAGS_1":
+                flags_1 = tag.entry.d_val
+            elif tag.entry.d_tag == "DT_SONAME":
+                soname = tag.soname
+    if etype == "ET_REL":
+        a.kind = "object"
+    elif etype == "ET_EXEC":
+        a.kind = "executable"
+        a.linkage = "dynamic" if interp else "static"
+    elif etype == "ET_DYN":
+        is_pie = bool(flags_1 & 0x08000000)  # DF_1_PIE
+        if interp or (is_pie and not soname):
+            a.kind = "executable"
+            a.linkage = "dynamic" if interp else "static-pie"
+        else:
+            a.kind = "shared_library"
+    if interp:
+        a.interpreter = interp
+        a.libc = "musl" if "ld-musl" in interp else "glibc" if "ld-linux" in interp else None
+    if h["e_machine"] == "EM_ARM":
+        flags = h["e_flags"]
+        if flags & EF_ARM_ABI_FLOAT_HARD:
+            a.float_abi = "hard"
+        elif flags & EF_ARM_ABI_FLOAT_SOFT:
+            a.float_abi = "soft"
+        elif (flags & E_FLAGS.EF_ARM_EABIMASK) >= 0x05000000 and a.kind != "object":
+            a.float_abi = "soft"
+    for sec in elf.iter_sections():
+        if isinstance(sec, GNUVerNeedSection):
+            versions = [aux.name for _, auxes in sec.iter_versions() for aux in auxes]
+            glibc = [v for v in versions if v.startswith("GLIBC_2.")]
+            if glibc:
+                a.max_glibc = max(glibc, key=_version_key).removeprefix("GLIBC_")
+    return a
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("_", 1)[1].split(".") if x.isdigit())
+
+
+def describe_pe(full: str, rel: str) -> Artifact:
+    pe = pefile.PE(full, fast_load=True)
+    try:
+        machine = pe.FILE_HEADER.Machine
+        dll = bool(pe.FILE_HEADER.Characteristics & 0x2000)
+        subsystem = pefile.SUBSYSTEM_TYPE.get(pe.OPTIONAL_HEADER.Subsystem, str(pe.OPTIONAL_HEADER.Subsystem))
+        return Artifact(
+            path=rel, format="pe", kind="shared_library" if dll else "executable",
+            machine=_ELF_MACHINE_OF_PE.get(machine, hex(machine)),
+            bits=64 if pe.OPTIONAL_HEADER.Magic == 0x20B else 32, endian="little",
+            subsystem=subsystem.removeprefix("IMAGE_SUBSYSTEM_").lower(),
+        )
+    finally:
+        pe.close()
+
+
+def describe_coff(head: bytes, rel: str) -> Artifact:
+    machine = struct.unpack("<H", head[:2])[0]
+    return Artifact(path=rel, format="coff", kind="object", machine=_ELF_MACHINE_OF_PE.get(machine, hex(machine)),
+                    endian="little")
+
+
+def describe_macho(data: bytes, rel: str) -> Artifact:
+    magic = struct.unpack("<I", data[:4])[0]
+    if data[:4] == b"\xca\xfe\xba\xbe":
+        n = struct.unpack(">I", data[4:8])[0]
+        cpus = [_MACHO_CPU.get(struct.unpack(">i", data[8 + 20 * i: 12 + 20 * i])[0], "?") for i in range(n)]
+        return Artifact(path=rel, format="macho", kind="unknown", machine="fat:" + ",".join(cpus))
+    endian = "<" if magic in (0xFEEDFACE, 0xFEEDFACF) else ">"
+    cputype, _, filetype = struct.unpack(endian + "iII", data[4:16])
+    kinds = {1: "object", 2: "executable", 6: "shared_library", 8: "shared_library"}
+    bits = 64 if magic in (0xFEEDFACF, 0xCFFAEDFE) else 32
+    return Artifact(path=rel, format="macho", kind=kinds.get(filetype, "unknown"),
+                    machine=_MACHO_CPU.get(cputype, hex(cputype)), bits=bits, endian="little")
+
+
+def iter_ar_members(data: bytes, thin: bool):
+    """(name, offset, size) of each member of an ar archive (GNU/SysV long names, BSD #1/, thin)."""
+    pos = 8
+    longnames = b""
+    while pos + 60 <= len(data):
+        header = data[pos:pos + 60]
+        if header[58:60] != b"`\n":
+            raise ValueError(f"corrupt ar member header at offset {pos}")
+        raw_name = header[:16].decode("ascii", "replace").rstrip()
+        size = int(header[48:58].decode().strip() or 0)
+        body = pos + 60
+        name = raw_name
+        data_start, data_size = body, size
+        if raw_name == "//":
+            longnames = data[body:body + size]
+        elif raw_name.startswith("#1/"):
+            n = int(raw_name[3:])
+            name = data[body:body + n].decode("utf-8", "replace").rstrip("\0")
+            data_start, data_size = body + n, size - n
+        elif raw_name.startswith("/") and raw_name[1:].isdigit():
+            off = int(raw_name[1:])
+            end = longnames.find(b"\n", off)
+            name = longnames[off:end if end >= 0 else None].decode("utf-8", "replace").rstrip("/")
+        else:
+            name = raw_name.rstrip("/")
+        is_index = raw_name in ("/", "//", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED") or raw_name.startswith(
+            "__.SYMDEF")
+        if not is_index:
+            yield name, data_start, 0 if thin else data_size
+        # thin archives store only the index and name tables inline
+        advance = size if (not thin or raw_name in ("/", "//", "/SYM64/")) else 0
+        pos = body + advance + (advance & 1)
+
+
+def describe_archive(full: str, rel: str, thin: bool) -> list[Artifact]:
+    with open(full, "rb") as f:
+        data = f.read()
+    archive = Artifact(path=rel, format="thin-ar" if thin else "ar", kind="static_library", members=0)
+    out = [archive]
+    machines = set()
+    for name, start, size in iter_ar_members(data, thin):
+        member_rel = f"{rel}({name})"
+        if thin:
+            member_path = os.path.join(os.path.dirname(full), name)
+            try:
+                with open(member_path, "rb") as mf:
+                    blob = mf.read()
+            except OSError:
+                archive.problems.append(f"thin archive member {name} is missing")
+                continue
+        else:
+            blob = data[start:start + size]
+        fmt = sniff(blob[:64])
+        if fmt == "elf":
+            try:
+                m = describe_elf(io.BytesIO(blob), member_rel)
+            except ELFError as e:
+                m = Artifact(path=member_rel, format="elf", kind="object", problems=[f"unreadable ELF: {e}"])
+        elif fmt == "coff":
+            m = describe_coff(blob[:20], member_rel)
+        elif blob[:4] == b"\x00\x00\xff\xff":  # short import object of a Windows import library
+            machine = struct.unpack("<H", blob[6:8])[0]
+            m = Artifact(path=member_rel, format="coff", kind="import_object",
+                         machine=_ELF_MACHINE_OF_PE.get(machine, hex(machine)))
+            archive.kind = "import_library"
+        else:
+            continue  # text members (e.g. __.PKGDEF) are not code
+        archive.members += 1
+        machines.add(m.machine)
+        out.append(m)
+    if len(machines) == 1:
+        archive.machine = next(iter(machines))
+    elif machines:
+        archive.machine = "mixed:" + ",".join(sorted(str(m) for m in machines))
+    return out
+
+
+def check_artifact(a: Artifact, target: Target) -> list[str]:
+    """Why this artifact does not belong to `target` (empty when it fits)."""
+    problems = list(a.problems)
+    if a.kind == "static_library":
+        if a.members == 0:
+            problems.append("archive holds no object files")
+        return problems
+    if a.format in ("ar", "thin-ar"):
+        return problems
+    if target.binary_format == "elf":
+        if a.format != "elf":
+            problems.append(f"{a.format.upper()} file, expected ELF for {target.name}")
+            return problems
+        if a.machine != target.machine:
+            problems.append(f"machine {a.machine}, expected {target.machine}")
+        if a.bits != target.bits:
+            problems.append(f"ELF{a.bits}, expected ELF{target.bits}")
+        if a.endian != target.endian:
+            problems.append(f"{a.endian}-endian, expected {target.endian}")
+        if a.os_abi not in ("ELFOSABI_SYSV", "ELFOSABI_LINUX", "ELFOSABI_GNU"):
+            problems.append(f"OS/ABI {a.os_abi}, expected SYSV/Linux")
+        if target.float_abi and a.float_abi and a.float_abi != target.float_abi:
+            problems.append(f"{a.float_abi}-float ABI, expected {target.float_abi}-float")
+        if a.kind == "executable" and a.interpreter:
+            if a.libc and a.libc != target.libc:
+                problems.append(f"links {a.libc} (interpreter {a.interpreter}), expected {target.libc}")
+            elif a.libc is None:
+                problems.append(f"unexpected interpreter {a.interpreter}")
+        if target.glibc_version and a.max_glibc:
+            need = tuple(int(x) for x in a.max_glibc.split("."))
+            if need > target.glibc_version:
+                have = ".".join(map(str, target.glibc_version))
+                problems.append(f"needs GLIBC_{a.max_glibc}, newer than the target's glibc {have}")
+    else:
+        if a.format not in ("pe", "coff"):
+            problems.append(f"{a.format.upper()} file, expected PE/COFF for {target.name}")
+        elif a.machine != target.machine:
+            problems.append(f"machine {a.machine}, expected {target.machine}")
+    return problems
+
+
+def matches_any(rel: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(os.path.basename(rel), p) for p in patterns)

@@ -1,0 +1,27 @@
+"""musl's dynamic loader for qemu runs of dynamically linked musl programs, cached per architecture.
+
+Debian ships musl only for the build machine's architecture, so crossbuild builds `ld-musl-<arch>.so.1` once per
+architecture from Debian's musl source with zig and keeps it under `<cache>/musl-sysroot/<arch>/lib/`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import host
+
+_LOADER_ARCH = {"aarch64": "aarch64", "x86_64": "x86_64", "riscv64": "riscv64", "arm": "armhf"}
+
+
+def sysroot_dir(arch: str) -> Path:
+    return host.cache_root() / "musl-sysroot" / arch
+
+
+def loader_name(arch: str) -> str:
+    return f"ld-musl-{_LOADER_ARCH[arch]}.so.1"
+
+
+def sysroot_for(arch: str) -> Path | None:
+    """The qemu -L folder for `arch` if its loader has been built, else None."""
+    root = sysroot_dir(arch)
+    return root if (root / "lib" / loader_name(arch)).exists() else None

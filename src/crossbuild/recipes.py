@@ -1,0 +1,91 @@
+"""The standard recipe per build system (CMake, Meson, autotools, zlib-style configure, plain Make), as steps.
+
+A recipe is what a person would type first; the agent (a later layer) starts from it and repairs what fails.
+Steps are data (argv + working folder relative to the workspace), so the verifier can replay them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .toolchain import Toolchain
+
+BUILD_SYSTEMS = ("cmake", "meson", "autotools", "configure", "make")
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    argv: tuple[str, ...]
+    cwd: str = "."  # relative to the workspace root
+
+    def __str__(self) -> str:
+        return " ".join(self.argv) + ("" if self.cwd == "." else f"   (in {self.cwd})")
+
+
+class NoBuildSystemError(ValueError):
+    pass
+
+
+def detect(source: Path) -> str:
+    """The build system a person would pick first in `source`."""
+    if (source / "CMakeLists.txt").exists():
+        return "cmake"
+    if (source / "meson.build").exists():
+        return "meson"
+    if (source / "configure.ac").exists() or (source / "configure.in").exists():
+        return "autotools"
+    if (source / "configure").exists():
+        return "configure"
+    if any((source / n).exists() for n in ("Makefile", "makefile", "GNUmakefile")):
+        return "make"
+    raise NoBuildSystemError(
+        f"no build system found in {source} (looked for CMakeLists.txt, meson.build, configure.ac, configure, "
+        "Makefile)"
+    )
+
+
+def steps_for(system: str, toolchain: Toolchain, *, source: str = "src", build: str = "build",
+              jobs: int | None = None) -> list[BuildStep]:
+    """Configure, build and install steps for `system`, relative to the toolchain's workspace."""
+    jobs = jobs or os.cpu_count() or 2
+    stage = str(toolchain.workspace / "install")
+    src_abs = toolchain.workspace / source
+    if system == "cmake":
+        return [
+            BuildStep(("cmake", "-S", source, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                       f"-DCMAKE_INSTALL_PREFIX={stage}")),
+            BuildStep(("cmake", "--build", build, "--parallel", str(jobs))),
+            BuildStep(("cmake", "--install", build)),
+        ]
+    if system == "meson":
+        return [
+            BuildStep(("meson", "setup", build, source, *toolchain.meson_args(), "--buildtype=release",
+                       f"--prefix={stage}")),
+            BuildStep(("meson", "compile", "-C", build, "-j", str(jobs))),
+            BuildStep(("meson", "install", "-C", build)),
+        ]
+    if system == "autotools":
+        steps = []
+        if not (src_abs / "configure").exists():
+            steps.append(BuildStep(("autoreconf", "-fi"), cwd=source))
+        rel_configure = os.path.relpath(src_abs / "configure", toolchain.workspace / build)
+        steps += [
+            BuildStep(("mkdir", "-p", build)),
+            BuildStep((rel_configure, *toolchain.configure_args(), f"--prefix={stage}"), cwd=build),
+            BuildStep(("make", f"-j{jobs}"), cwd=build),
+            BuildStep(("make", "install"), cwd=build),
+        ]
+        return steps
+    if system == "configure":  # hand-written configure scripts (zlib): in-tree, compilers from CC/AR/RANLIB
+        return [
+            BuildStep(("./configure", f"--prefix={stage}"), cwd=source),
+            BuildStep(("make", f"-j{jobs}"), cwd=source),
+            BuildStep(("make", "install"), cwd=source),
+        ]
+    if system == "make":
+        cc = toolchain.env.vars
+        return [BuildStep(("make", f"-j{jobs}", f"CC={cc['CC']}", f"CXX={cc['CXX']}", f"AR={cc['AR']}",
+                           f"RANLIB={cc['RANLIB']}"), cwd=source)]
+    raise NoBuildSystemError(f"unknown build system {system!r}; choose one of {', '.join(BUILD_SYSTEMS)}")
