@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -273,38 +274,12 @@ def rewrite_windres(args: list[str], *, zig: str) -> Plan:
     return plan
 
 
-def rewrite_strip(args: list[str], *, zig: str, is_elf) -> Plan:
-    """strip FILES: zig has no strip; `zig objcopy --strip-all` does it for ELF files, others are left as is."""
-    plan = Plan()
-    mode = "--strip-all"
-    files: list[str] = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in ("-g", "-S", "--strip-debug", "-d"):
-            mode = "--strip-debug"
-        elif a in ("-o",) and i + 1 < len(args):
-            plan.notes.append("strip -o is not supported; file left as is")
-            i += 2
-            continue
-        elif not a.startswith("-"):
-            files.append(a)
-        i += 1
-    for f in files:
-        if is_elf(f):
-            plan.commands.append([zig, "objcopy", mode, f, f + ".zstrip-tmp"])
-            plan.commands.append(["mv", "-f", f + ".zstrip-tmp", f])
-        else:
-            plan.notes.append(f"strip: {f} is not an ELF file; left as is")
-    return plan
-
-
-def _is_elf(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
+def rewrite_strip(args: list[str], *, llvm_strip: str | None) -> Plan:
+    """strip: zig's objcopy cannot strip (0.17: "unimplemented"), so use the host's multi-target llvm-strip;
+    without it, leave the files as they are (stripping never decides whether a build is correct)."""
+    if llvm_strip:
+        return Plan(commands=[[llvm_strip, *args]])
+    return Plan(notes=["strip: llvm-strip not found (apt-get install llvm); files left unstripped"])
 
 
 def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str, binary_format: str,
@@ -319,7 +294,7 @@ def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str
         linker = "lld-link" if binary_format == "pe" else "ld.lld"
         return Plan(commands=[[zig, linker, *kept]])
     if tool == "strip":
-        return rewrite_strip(args, zig=zig, is_elf=_is_elf)
+        return rewrite_strip(args, llvm_strip=shutil.which("llvm-strip"))
     if tool == "windres":
         return rewrite_windres(args, zig=zig)
     raise SystemExit(f"zigwrap: unknown tool {tool!r}")

@@ -1,0 +1,40 @@
+"""Shared fixtures: real zig, real toolchain files, tmp workspaces; the zig cache is the shared one (host.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from crossbuild import host
+from crossbuild.targets import parse_target
+from crossbuild.toolchain import Toolchain
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "libcalc"
+
+
+@pytest.fixture
+def make_toolchain(tmp_path):
+    def make(target: str, name: str = "ws") -> Toolchain:
+        return Toolchain.for_target(parse_target(target), tmp_path / name, prefix=tmp_path / f"{name}-prefix")\
+            .materialise()
+    return make
+
+
+@pytest.fixture
+def zig() -> str:
+    exe = host.zig_executable()
+    assert exe is not None, "ziglang is a dependency of crossbuild"
+    return str(exe)
+
+
+def run_in(tc: Toolchain, argv: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
+    """Run a command with the toolchain's BuildEnv (no sandbox), capturing output."""
+    return subprocess.run(argv, cwd=cwd, env=tc.env.as_dict(), capture_output=True, text=True, **kw)
+
+
+def copy_example(dest: Path) -> Path:
+    shutil.copytree(EXAMPLE, dest)
+    return dest
