@@ -18,8 +18,8 @@ from .sandbox import Limits, Sandbox
 from .targets import Target
 from .toolchain import Toolchain
 
-_TESTLIKE = re.compile(r"(^|[_\-.])(test|tests|check|example|examples|demo|selftest|unittest)s?([_\-.]|$)|"
-                       r"^test|test$|_test|tests?_", re.IGNORECASE)
+_TESTLIKE = re.compile(r"(^|[_\-.])(test|check|example|demo|selftest|unittest)s?([_\-.]|$)|^(test|example)",
+                       re.IGNORECASE)
 _TESTLIKE_DIRS = {"test", "tests", "testing", "example", "examples", "demo", "demos"}
 MAX_SMOKE_RUNS = 25
 

@@ -1,0 +1,186 @@
+"""The verifier on hand-made fixtures: each format, and each way to fool it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from crossbuild.artifacts import scan_tree
+from crossbuild.targets import parse_target
+from crossbuild.verify import is_testlike, verify
+
+pytestmark = pytest.mark.slow  # fixtures are compiled with real zig
+
+AARCH64 = parse_target("aarch64-linux-musl")
+
+
+def zcc(zig: str, target: str, args: list[str], cwd: Path) -> None:
+    r = subprocess.run([zig, "cc", "-target", target, *args], cwd=cwd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory):
+    from crossbuild import host
+    zig = str(host.zig_executable())
+    d = tmp_path_factory.mktemp("fixtures")
+    (d / "lib.c").write_text("int lib(void){return 42;}\n")
+    (d / "main.c").write_text("int lib(void);\nint main(void){return lib() == 42 ? 0 : 1;}\n")
+    (d / "fail.c").write_text("int main(void){return 3;}\n")
+    zcc(zig, "aarch64-linux-musl", ["-c", "lib.c", "-o", "lib-aarch64.o"], d)
+    zcc(zig, "aarch64-linux-musl", ["main.c", "lib.c", "-o", "test_ok"], d)
+    zcc(zig, "aarch64-linux-musl", ["fail.c", "-o", "test_fails"], d)
+    zcc(zig, "aarch64-linux-musl", ["-fPIC", "-shared", "lib.c", "-o", "libx.so"], d)
+    zcc(zig, "riscv64-linux-musl", ["-c", "lib.c", "-o", "lib-riscv.o"], d)
+    zcc(zig, "arm-linux-musleabihf", ["-c", "lib.c", "-o", "lib-armhf.o"], d)
+    zcc(zig, "arm-linux-musleabihf", ["main.c", "lib.c", "-o", "armprog"], d)
+    zcc(zig, "x86_64-windows-gnu", ["main.c", "lib.c", "-o", "prog.exe"], d)
+    zcc(zig, "x86_64-windows-gnu", ["-c", "lib.c", "-o", "lib-win.o"], d)
+    zcc(zig, "aarch64-macos", ["-c", "lib.c", "-o", "lib-macos.o"], d)
+    subprocess.run(["gcc", "-c", "lib.c", "-o", "lib-host.o"], cwd=d, check=True)
+    subprocess.run(["gcc", "main.c", "lib.c", "-o", "hostprog"], cwd=d, check=True)
+    subprocess.run([zig, "ar", "rcs", "libx.a", "lib-aarch64.o"], cwd=d, check=True)
+    subprocess.run([zig, "ar", "rcsT", "libthin.a", "lib-aarch64.o"], cwd=d, check=True)
+    subprocess.run([zig, "ar", "rcs", "libmixed.a", "lib-aarch64.o", "lib-host.o"], cwd=d, check=True)
+    return d
+
+
+def tree(tmp_path: Path, fixtures: Path, names: dict[str, str]) -> Path:
+    root = tmp_path / "tree"
+    for dest, name in names.items():
+        (root / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(fixtures / name, root / dest)
+    return root
+
+
+def by_path(report):
+    return {a["path"]: a for a in report.artifacts}
+
+
+def test_good_aarch64_tree_passes_and_runs_tests(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"lib.o": "lib-aarch64.o", "libx.a": "libx.a", "libx.so": "libx.so",
+                                     "tests/test_ok": "test_ok"})
+    report = verify(root, AARCH64)
+    assert report.ok, report.reasons
+    arts = by_path(report)
+    assert arts["libx.so"]["kind"] == "shared_library"
+    assert arts["libx.a"]["members"] == 1 and arts["libx.a(lib-aarch64.o)"]["machine"] == "EM_AARCH64"
+    assert arts["tests/test_ok"]["linkage"] == "static"
+    [run] = report.smoke_runs
+    assert run.path == "tests/test_ok" and run.passed and run.exit_code == 0 and "qemu-aarch64" in run.command[0]
+
+
+def test_failing_test_program_fails_verification(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"test_fails": "test_fails"})
+    report = verify(root, AARCH64)
+    assert not report.ok
+    assert report.smoke_runs[0].exit_code == 3
+    assert any("smoke run test_fails failed" in r for r in report.reasons)
+
+
+def test_host_object_left_in_tree_is_named(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"good/lib.o": "lib-aarch64.o", "stale/lib.o": "lib-host.o",
+                                     "tools/hostprog": "hostprog"})
+    report = verify(root, AARCH64, run_tests=False)
+    assert not report.ok
+    assert any(r.startswith("stale/lib.o: machine EM_X86_64, expected EM_AARCH64") for r in report.reasons)
+    assert any(r.startswith("tools/hostprog:") for r in report.reasons)
+    allowed = verify(root, AARCH64, run_tests=False, allow_host=["tools/*", "stale/*"])
+    assert allowed.allowed_host == ["stale/lib.o", "tools/hostprog"] or sorted(allowed.allowed_host) == \
+        ["stale/lib.o", "tools/hostprog"]
+
+
+def test_archive_members_checked_each(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"libmixed.a": "libmixed.a", "libthin.a": "libthin.a",
+                                     "lib-aarch64.o": "lib-aarch64.o"})
+    report = verify(root, AARCH64, run_tests=False)
+    arts = by_path(report)
+    assert arts["libmixed.a"]["machine"].startswith("mixed:")
+    assert not arts["libmixed.a(lib-host.o)"]["ok"]
+    assert arts["libthin.a"]["format"] == "thin-ar" and arts["libthin.a(lib-aarch64.o)"]["ok"]
+
+
+def test_header_only_project_that_compiled_nothing_fails(tmp_path):
+    root = tmp_path / "tree"
+    (root / "include").mkdir(parents=True)
+    (root / "include" / "lib.hpp").write_text("#pragma once\ninline int f(){return 1;}\n")
+    (root / "CMakeFiles" / "3.25.1" / "CompilerIdC").mkdir(parents=True)
+    report = verify(root, AARCH64)
+    assert not report.ok
+    assert report.reasons[0].startswith("no binaries")
+
+
+def test_configure_probes_are_excluded_not_counted(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"CMakeFiles/3.25.1/CompilerIdC/a.out": "hostprog",
+                                     "CMakeFiles/CMakeScratch/TryCompile-x/cmTC": "hostprog",
+                                     "conftest": "hostprog", "meson-private/sanitycheckc.exe": "hostprog",
+                                     "libx.a": "libx.a"})
+    report = verify(root, AARCH64, run_tests=False)
+    assert report.ok, report.reasons
+    assert report.probes_excluded == 4
+    assert [a["path"] for a in report.artifacts if "(" not in a["path"]] == ["libx.a"]
+
+
+def test_renamed_text_file_is_not_a_library(tmp_path):
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "libfake.so").write_text("this is not a library\n")
+    (root / "libfake.a").write_text("neither is this\n")
+    report = verify(root, AARCH64, run_tests=False)
+    assert not report.ok
+    assert "libfake.so: named like a binary but is not one" in report.reasons
+    assert scan_tree(root).artifacts == []
+
+
+def test_windows_pe_and_coff(tmp_path, fixtures):
+    win = parse_target("x86_64-windows-gnu")
+    root = tree(tmp_path, fixtures, {"prog.exe": "prog.exe", "lib.o": "lib-win.o", "test_x.exe": "prog.exe"})
+    report = verify(root, win)
+    assert report.ok, report.reasons
+    arts = by_path(report)
+    assert arts["prog.exe"]["format"] == "pe" and arts["prog.exe"]["subsystem"] == "windows_cui"
+    assert arts["lib.o"]["format"] == "coff" and arts["lib.o"]["machine"] == "IMAGE_FILE_MACHINE_AMD64"
+    assert report.smoke_runs[0].skipped.startswith("Windows executables are scanned only")
+    linux_report = verify(root, AARCH64, run_tests=False)
+    assert any("PE file, expected ELF" in r for r in linux_report.reasons)
+
+
+def test_macho_recognised_and_rejected_for_linux(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"lib.o": "lib-macos.o"})
+    report = verify(root, AARCH64, run_tests=False)
+    a = by_path(report)["lib.o"]
+    assert a["format"] == "macho" and a["machine"] == "arm64" and a["kind"] == "object"
+    assert not report.ok
+
+
+def test_wrong_arch_and_float_abi(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"lib.o": "lib-riscv.o"})
+    assert any("EM_RISCV" in r for r in verify(root, AARCH64, run_tests=False).reasons)
+    arm = parse_target("arm-linux-musleabihf")
+    root2 = tree(tmp_path / "b", fixtures, {"lib.o": "lib-armhf.o", "armprog": "armprog"})
+    report = verify(root2, arm, run_tests=False)
+    assert report.ok, report.reasons
+    assert by_path(report)["armprog"]["float_abi"] == "hard"
+    from crossbuild.artifacts import Artifact, check_artifact
+    soft = Artifact(path="x", format="elf", kind="executable", machine="EM_ARM", bits=32, endian="little",
+                    os_abi="ELFOSABI_SYSV", float_abi="soft")
+    assert check_artifact(soft, arm) == ["soft-float ABI, expected hard-float"]
+
+
+def test_glibc_version_ceiling():
+    from crossbuild.artifacts import Artifact, check_artifact
+    a = Artifact(path="x", format="elf", kind="executable", machine="EM_AARCH64", bits=64, endian="little",
+                 os_abi="ELFOSABI_SYSV", linkage="dynamic", interpreter="/lib/ld-linux-aarch64.so.1",
+                 libc="glibc", max_glibc="2.34")
+    assert check_artifact(a, parse_target("aarch64-linux-gnu.2.28")) == \
+        ["needs GLIBC_2.34, newer than the target's glibc 2.28"]
+    assert check_artifact(a, parse_target("aarch64-linux-gnu.2.36")) == []
+    assert "links glibc" in check_artifact(a, AARCH64)[0]
+
+
+def test_testlike_names():
+    assert all(is_testlike(p) for p in ["test_calc", "tests/foo", "zlib_test", "example", "minigzip_test.exe"])
+    assert not any(is_testlike(p) for p in ["calc", "libz.so", "contest_runner"])
