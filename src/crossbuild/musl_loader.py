@@ -1,7 +1,8 @@
 """musl's dynamic loader for qemu runs of dynamically linked musl programs, cached per architecture.
 
-Debian ships musl only for the build machine's architecture, so crossbuild builds `ld-musl-<arch>.so.1` once per
-architecture from Debian's musl source with zig and keeps it under `<cache>/musl-sysroot/<arch>/lib/`.
+Debian ships musl only for the build machine's architecture; the plan is to build `ld-musl-<arch>.so.1` once per
+architecture from Debian's musl source with zig into `<cache>/musl-sysroot/<arch>/lib/`. Only the lookup exists so
+far (TODO: the build, minding that zig's compiler-rt makes memcpy & co. weak hidden in a zig-linked libc.so).
 """
 
 from __future__ import annotations

@@ -177,11 +177,12 @@ def loader_root(target: Target) -> tuple[Path | None, str | None]:
         if not (root / target.dynamic_loader.lstrip("/")).exists() and not any(root.glob("lib/ld-linux*")):
             return None, f"dynamic glibc program needs Debian's libc6-{target.debian_arch}-cross"
         return root, None
-    from .musl_loader import sysroot_for  # built on demand from Debian's musl source
+    from .musl_loader import sysroot_dir, sysroot_for
 
     root = sysroot_for(target.arch)
     if root is None:
-        return None, f"dynamic musl program needs the musl loader: `crossbuild musl-loader {target.name}`"
+        return None, (f"dynamic musl program needs ld-musl for {target.arch} under {sysroot_dir(target.arch)}/lib "
+                      "(building it is not implemented yet)")
     return root, None
 
 

@@ -1,0 +1,117 @@
+"""The CLI as a user meets it: the real `crossbuild` executable in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import EXAMPLE
+
+CLI = [str(Path(sys.executable).parent / "crossbuild")]
+
+
+def cb(*args: str, cwd: Path | None = None, timeout: float = 1200) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(Path.home())})
+
+
+def test_targets_json_lists_required_targets():
+    r = cb("targets", "--json")
+    assert r.returncode == 0
+    names = [t["name"] for t in json.loads(r.stdout)]
+    for n in ("aarch64-linux-musl", "aarch64-linux-gnu", "x86_64-linux-musl", "riscv64-linux-musl",
+              "arm-linux-musleabihf", "x86_64-windows-gnu"):
+        assert n in names
+
+
+def test_unknown_target_is_a_clear_error(tmp_path):
+    r = cb("env", "aarch64-linux-mus", "-w", str(tmp_path))
+    assert r.returncode == 2
+    assert "Did you mean: aarch64-linux-musl" in r.stderr.replace("\n", " ").replace("│", " ")
+    assert not (tmp_path / ".xbuild").exists()
+
+
+def test_env_shell_exports_work_by_hand(tmp_path):
+    r = cb("env", "aarch64-linux-musl", "-w", str(tmp_path), "--shell")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
+    script = r.stdout + '\n$CC -O2 m.c -o m && file m\n'
+    out = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "ARM aarch64" in out.stdout
+
+
+def test_verify_missing_dir_and_json(tmp_path):
+    r = cb("verify", str(tmp_path / "nope"), "--target", "aarch64-linux-musl")
+    assert r.returncode == 2 and "is not a directory" in r.stderr
+    (tmp_path / "empty").mkdir()
+    r = cb("verify", str(tmp_path / "empty"), "--target", "aarch64-linux-musl", "--json")
+    assert r.returncode == 1
+    assert json.loads(r.stdout)["reasons"][0].startswith("no binaries")
+
+
+def test_doctor_exits_zero_when_required_tools_present():
+    r = cb("doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(r.stdout)}
+    assert checks["zig"]["status"] == "ok"
+    assert r.returncode == (0 if all(c["status"] == "ok" for c in checks.values() if c["required"]) else 1)
+
+
+def test_quick_refuses_broken_sources(tmp_path):
+    r = cb("quick", str(tmp_path / "missing"), "-t", "aarch64-linux-musl", "-w", str(tmp_path / "ws"))
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    (tmp_path / "empty").mkdir()
+    r = cb("quick", str(tmp_path / "empty"), "-t", "aarch64-linux-musl", "-w", str(tmp_path / "ws2"))
+    assert r.returncode == 2 and "no build system found" in r.stderr
+    r = cb("quick", "debian:../etc", "-t", "aarch64-linux-musl", "-w", str(tmp_path / "ws3"))
+    assert r.returncode == 2 and "unsafe name" in r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target, system, expect_machine", [
+    ("aarch64-linux-musl", "cmake", "EM_AARCH64"),
+    ("riscv64-linux-musl", "meson", "EM_RISCV"),
+    ("aarch64-linux-musl", "autotools", "EM_AARCH64"),
+    ("arm-linux-musleabihf", "cmake", "EM_ARM"),
+    ("x86_64-windows-gnu", "cmake", "IMAGE_FILE_MACHINE_AMD64"),
+    ("x86_64-windows-gnu", "meson", "IMAGE_FILE_MACHINE_AMD64"),
+])
+def test_quick_builds_and_verifies_example(tmp_path, target, system, expect_machine):
+    src = tmp_path / "libcalc"
+    shutil.copytree(EXAMPLE, src)
+    r = cb("quick", str(src), "-t", target, "--system", system, "-w", str(tmp_path / "ws"), "--json")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    report = json.loads(r.stdout[r.stdout.index("\n{") + 1:] if not r.stdout.startswith("{") else r.stdout)
+    assert report["ok"] and report["sandbox"] == "bubblewrap"
+    assert report["rebuild"]["ok"]
+    programs = [a for a in report["artifacts"] if a["kind"] == "executable"]
+    assert programs and all(a["machine"] == expect_machine for a in programs)
+    runs = {Path(r_["path"]).name: r_ for r_ in report["smoke_runs"]}
+    test_prog = runs.get("test_calc") or runs.get("test_calc.exe")
+    assert test_prog is not None
+    if target.endswith("windows-gnu"):
+        assert test_prog["skipped"].startswith("Windows executables are scanned only")
+    else:
+        assert test_prog["passed"] and test_prog["exit_code"] == 0
+        assert f"test_calc on {expect_machine.removeprefix('EM_').lower().replace('riscv', 'riscv64')}" in \
+            test_prog["output_tail"] or "7 passed, 0 failed" in test_prog["output_tail"]
+    assert (src / "CMakeLists.txt").read_text() == (EXAMPLE / "CMakeLists.txt").read_text()
+    assert not (src / "build").exists()  # the original source is never modified
+
+
+@pytest.mark.slow
+def test_quick_debian_zlib_with_its_own_configure(tmp_path):
+    r = cb("quick", "debian:zlib", "-t", "aarch64-linux-musl", "--system", "configure", "-w", str(tmp_path / "ws"),
+           "--json")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    report = json.loads(r.stdout[r.stdout.index("{"):])
+    kinds = {a["path"]: a["kind"] for a in report["artifacts"]}
+    assert kinds.get("libz.a") == "static_library"
+    assert any(k == "shared_library" and p.startswith("libz.so") for p, k in kinds.items())  # not silently dropped
+    passed = [r_["path"] for r_ in report["smoke_runs"] if r_["passed"]]
+    assert "example" in passed
