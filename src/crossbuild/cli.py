@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from pathlib import Path
 
 import typer
@@ -157,6 +158,31 @@ def quick(
     report = run_verify(verify_root, t, toolchain=tc, box=box, rebuild_steps=steps if rebuild else None)
     _print_report(report, as_json)
     raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+def bench(
+    target: str = typer.Option("aarch64-linux-musl", "--target", "-t"),
+    source: str = typer.Option("debian:zlib", "--source", help="A project whose ./configure && make builds it."),
+    repeats: int = typer.Option(3, "--repeats", min=1),
+    scan_copies: int = typer.Option(40, "--scan-copies", min=1, help="Copies of the build tree for the scan test."),
+) -> None:
+    """Measure the sandbox+BuildEnv overhead on a real build, and the verifier's scan rate."""
+    from . import bench as bench_mod
+
+    t = _target(target)
+    console.print(f"building {source} for {t.name}: {repeats} repeats per mode, alternating")
+    try:
+        result = bench_mod.run(t, source=source, repeats=repeats, scan_copies=scan_copies, progress=console.print)
+    except (workspace.SourceError, RuntimeError, OSError) as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    for label, times in ((f"sandboxed ({result.backend})", result.sandboxed_s), ("by hand", result.by_hand_s)):
+        runs = ", ".join(f"{x:.2f}" for x in times)
+        console.print(f"{label:24s} median {statistics.median(times):.2f} s  (runs: {runs})")
+    console.print(f"[bold]overhead ratio: {result.overhead:.3f}[/] (goal <= 1.10)")
+    console.print(f"[bold]verifier scan: {result.scan_artifacts} artifacts in {result.scan_seconds:.2f} s = "
+                  f"{result.scan_rate:.0f} artifacts/s[/]")
 
 
 def _print_report(report: VerifyReport, as_json: bool) -> None:

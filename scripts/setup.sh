@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Set up everything crossbuild needs on a fresh Debian machine: system packages (as root), then .venv with
+# crossbuild, zig (PyPI ziglang), ninja and meson. Safe to run again; it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(qemu-user bubblewrap cmake make gcc g++ pkgconf autoconf automake libtool file dpkg-dev llvm
+          libc6-arm64-cross libc6-riscv64-cross libc6-armhf-cross)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "setup: please install as root: apt-get install ${missing[*]}" >&2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev]'
