@@ -21,7 +21,8 @@ execute_process(COMMAND cat "@SECRET@" RESULT_VARIABLE rc OUTPUT_VARIABLE out ER
 message(STATUS "READ_SECRET rc=${rc} out=[${out}]")
 execute_process(COMMAND ls -A /root RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "LIST_ROOT rc=${rc} out=[${out}]")
-execute_process(COMMAND python3 -c "import socket; s=socket.create_connection(('127.0.0.1', @PORT@), 3); print('CONNECTED')"
+execute_process(COMMAND python3 -c
+                "import socket; s=socket.create_connection(('127.0.0.1', @PORT@), 3); print('CONNECTED')"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "NETWORK rc=${rc} out=[${out}]")
 execute_process(COMMAND sh -c "echo pwned > '@OUTSIDE@/pwned.txt'; echo pwned > /root/pwned.txt"

@@ -102,7 +102,8 @@ def test_windres_arguments():
     assert plan.commands == [["/z/zig", "rc", "/i", "inc", "/d", "X=1", "/fo", "app.o", "--", "app.rc"]]
     assert rewrite_windres(["--input=a.rc", "--output=a.o"], zig="/z/zig").commands[0][-4:] == \
         ["/fo", "a.o", "--", "a.rc"]
-    assert not rewrite_windres(["-O", "coff"], zig="/z/zig").commands
+    incomplete = rewrite_windres(["-O", "coff"], zig="/z/zig")
+    assert not incomplete.commands and incomplete.error.startswith("windres: need exactly one input")
 
 
 # -- real zig: each quirk fixed end to end ---------------------------------------------------------------------

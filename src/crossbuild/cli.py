@@ -154,8 +154,8 @@ def quick(
             tail = Path(res.log_path).read_text(errors="replace").splitlines()[-15:]
             err.print("\n".join(tail), markup=False, highlight=False)
             raise typer.Exit(1)
-    verify_root = ws.src if chosen in ("configure", "make") else ws.build
-    report = run_verify(verify_root, t, toolchain=tc, box=box, rebuild_steps=steps if rebuild else None)
+    report = run_verify(ws.root / recipes.output_dir(chosen), t, toolchain=tc, box=box,
+                        rebuild_steps=steps if rebuild else None)
     _print_report(report, as_json)
     raise typer.Exit(0 if report.ok else 1)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from . import host, sandbox
 from .musl_loader import sysroot_for
 from .targets import TARGETS
+from .toolchain import qemu_sysroot
 
 
 @dataclass
@@ -61,10 +61,10 @@ def run_checks() -> list[Check]:
     for qemu in sorted({t.qemu for t in TARGETS.values() if t.qemu}):
         checks.append(_tool(qemu, "apt-get install qemu-user", version_args=("-version",), required=False))
     for t in (TARGETS["aarch64-linux-gnu"], TARGETS["riscv64-linux-gnu"], TARGETS["arm-linux-gnueabihf"]):
-        root = f"/usr/{t.gnu_triple}"
-        ok = os.path.exists(root + "/lib")
+        root = qemu_sysroot(t)
+        ok = (root / "lib").exists()
         checks.append(Check(f"glibc runtime {t.debian_arch}", "ok" if ok else "warn",
-                            root if ok else f"dynamic glibc test programs cannot run; fix: apt-get install "
+                            str(root) if ok else f"dynamic glibc test programs cannot run; fix: apt-get install "
                                             f"libc6-{t.debian_arch}-cross", required=False))
     for name in ("aarch64-linux-musl", "x86_64-linux-musl", "riscv64-linux-musl", "arm-linux-musleabihf"):
         arch = TARGETS[name].arch

@@ -14,8 +14,13 @@ from . import host
 _LOADER_ARCH = {"aarch64": "aarch64", "x86_64": "x86_64", "riscv64": "riscv64", "arm": "armhf"}
 
 
+def sysroots_root() -> Path:
+    """The folder holding every architecture's musl sysroot (the sandbox mounts it read-only)."""
+    return host.cache_root() / "musl-sysroot"
+
+
 def sysroot_dir(arch: str) -> Path:
-    return host.cache_root() / "musl-sysroot" / arch
+    return sysroots_root() / arch
 
 
 def loader_name(arch: str) -> str:

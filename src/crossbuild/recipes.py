@@ -46,6 +46,11 @@ def detect(source: Path) -> str:
     )
 
 
+def output_dir(system: str, *, source: str = "src", build: str = "build") -> str:
+    """The workspace folder the steps of `system` build into: in-tree for configure/make, else the build folder."""
+    return source if system in ("configure", "make") else build
+
+
 def steps_for(system: str, toolchain: Toolchain, *, source: str = "src", build: str = "build",
               jobs: int | None = None) -> list[BuildStep]:
     """Configure, build and install steps for `system`, relative to the toolchain's workspace."""

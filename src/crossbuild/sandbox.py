@@ -16,10 +16,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import host
+from . import host, musl_loader
 
 # /etc entries a build needs (dynamic linker config, users for `id`, timezone, certificates for tools that
 # verify TLS); everything else under /etc, including shadow and ssh keys, stays invisible.
@@ -49,9 +49,6 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.stopped is None and self.returncode == 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
@@ -289,7 +286,7 @@ class BubblewrapSandbox(Sandbox):
 def for_workspace(workspace: str | Path, *, prefix: str | Path, zig_cache: str | Path,
                   backend: str = "auto") -> Sandbox:
     """The sandbox every build command of a run goes through (backend: auto | bubblewrap | none)."""
-    ro = [*host.python_dirs(), host.cache_root() / "musl-sysroot"]
+    ro = [*host.python_dirs(), musl_loader.sysroots_root()]
     rw = [workspace, prefix, zig_cache]
     if backend == "none":
         return UnisolatedSandbox(rw_paths=rw, ro_paths=ro)

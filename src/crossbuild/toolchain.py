@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from . import host
+from . import host, musl_loader
 from .targets import Target
 
 ZIGWRAP = Path(__file__).with_name("zigwrap.py")
@@ -129,14 +129,7 @@ class Toolchain:
         return f"{self.prefix}/lib/pkgconfig:{self.prefix}/share/pkgconfig"
 
     def qemu_sysroot(self) -> Path | None:
-        """Where qemu finds the target's dynamic loader and libc (-L): Debian's cross libc for glibc targets,
-        crossbuild's cached musl loader for musl targets."""
-        t = self.target
-        if t.is_windows:
-            return None
-        if t.libc == "glibc":
-            return Path("/usr") / t.gnu_triple
-        return host.cache_root() / "musl-sysroot" / t.arch
+        return qemu_sysroot(self.target)
 
     # -- the files -------------------------------------------------------------------------------------------
     def materialise(self) -> Toolchain:
@@ -312,6 +305,16 @@ class Toolchain:
             v["CROSSBUILD_EMULATOR"] = str(self.emulator)
             v["QEMU_LD_PREFIX"] = str(self.qemu_sysroot())
         return BuildEnv(MappingProxyType(v))
+
+
+def qemu_sysroot(target: Target) -> Path | None:
+    """Where qemu finds the target's dynamic loader and libc (-L): Debian's cross libc for glibc targets,
+    crossbuild's cached musl loader for musl targets (None for Windows). The folder may not exist yet."""
+    if target.is_windows:
+        return None
+    if target.libc == "glibc":
+        return Path("/usr") / target.gnu_triple
+    return musl_loader.sysroot_dir(target.arch)
 
 
 def _write(path: Path, text: str, *, executable: bool = False) -> None:

@@ -11,12 +11,12 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import host, sandbox
+from . import host, musl_loader, sandbox
 from .artifacts import Artifact, check_artifact, matches_any, scan_tree
 from .recipes import BuildStep
 from .sandbox import Limits, Sandbox
 from .targets import Target
-from .toolchain import Toolchain
+from .toolchain import Toolchain, qemu_sysroot
 
 _TESTLIKE = re.compile(r"(^|[_\-.])(test|check|example|demo|selftest|unittest)s?([_\-.]|$)|^(test|example)",
                        re.IGNORECASE)
@@ -172,16 +172,13 @@ def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
 
 def loader_root(target: Target) -> tuple[Path | None, str | None]:
     """Folder qemu -L uses for dynamically linked programs, or why there is none."""
+    root = qemu_sysroot(target)
     if target.libc == "glibc":
-        root = Path("/usr") / target.gnu_triple
         if not (root / target.dynamic_loader.lstrip("/")).exists() and not any(root.glob("lib/ld-linux*")):
             return None, f"dynamic glibc program needs Debian's libc6-{target.debian_arch}-cross"
         return root, None
-    from .musl_loader import sysroot_dir, sysroot_for
-
-    root = sysroot_for(target.arch)
-    if root is None:
-        return None, (f"dynamic musl program needs ld-musl for {target.arch} under {sysroot_dir(target.arch)}/lib "
+    if musl_loader.sysroot_for(target.arch) is None:
+        return None, (f"dynamic musl program needs ld-musl for {target.arch} under {root}/lib "
                       "(building it is not implemented yet)")
     return root, None
 

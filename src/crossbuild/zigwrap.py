@@ -50,6 +50,7 @@ class Plan:
     stdout: str | None = None
     symlinks: dict[str, str] = field(default_factory=dict)  # link name (in a temp dir) -> real object file
     notes: list[str] = field(default_factory=list)  # what was rewritten, for the wrapper log
+    error: str | None = None  # the call cannot be translated: print this and exit 2
 
 
 def _is_object_file(path: str) -> bool:
@@ -127,7 +128,7 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
                 plan.notes.append(f"dropped -Xlinker {args[i + 1]} {args[i + 3]}")
                 i += 4  # -Xlinker -rpath-link -Xlinker DIR
                 continue
-            if arg in ("-target",):
+            if arg == "-target":
                 plan.notes.append(f"dropped {arg} {args[i + 1]} (the wrapper sets the target)")
                 i += 2
                 continue
@@ -266,9 +267,7 @@ def rewrite_windres(args: list[str], *, zig: str) -> Plan:
                 output = a
         i += 1
     if len(inputs) != 1 or not output:
-        plan.stdout = None
-        plan.commands = []
-        plan.notes.append("windres: need exactly one input and an output (-i IN -o OUT)")
+        plan.error = "windres: need exactly one input and an output (-i IN -o OUT)"
         return plan
     plan.commands.append([zig, "rc", *rc, "/fo", output, "--", inputs[0]])
     return plan
@@ -321,10 +320,10 @@ def main(argv: list[str]) -> int:
     if plan.stdout is not None:
         sys.stdout.write(plan.stdout)
         return 0
+    if plan.error:
+        sys.stderr.write(plan.error + "\n")
+        return 2
     if not plan.commands:
-        if any(n.startswith("windres:") for n in plan.notes):
-            sys.stderr.write(plan.notes[-1] + "\n")
-            return 2
         return 0
     if len(plan.commands) == 1 and not plan.symlinks:
         os.execv(plan.commands[0][0], plan.commands[0])  # the common case: no wrapper process left behind
