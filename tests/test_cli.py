@@ -115,3 +115,41 @@ def test_quick_debian_zlib_with_its_own_configure(tmp_path):
     assert any(k == "shared_library" and p.startswith("libz.so") for p, k in kinds.items())  # not silently dropped
     passed = [r_["path"] for r_ in report["smoke_runs"] if r_["passed"]]
     assert "example" in passed
+
+
+def test_musl_loader_refuses_non_musl_target():
+    r = cb("musl-loader", "aarch64-linux-gnu")
+    assert r.returncode == 2 and "not a musl target" in r.stderr
+
+
+@pytest.mark.slow
+def test_musl_loader_runs_dynamic_musl_programs(tmp_path):
+    from crossbuild.artifacts import dynamic_symbols
+    from crossbuild.musl_loader import loader_path
+
+    r = cb("musl-loader", "aarch64-linux-musl")
+    assert r.returncode == 0, r.stderr
+    exported, _ = dynamic_symbols(loader_path("aarch64"))
+    assert {"memcpy", "memset", "strlen", "printf", "cos"} <= exported  # not hidden by zig's compiler-rt
+
+    src = tmp_path / "libcalc"
+    shutil.copytree(EXAMPLE, src)
+    exports = cb("env", "aarch64-linux-musl", "-w", str(tmp_path), "--shell").stdout
+    reports = {}
+    for build_type in ("Release", "Debug"):
+        out = tmp_path / build_type
+        script = exports + (f"\ncmake -S {src} -B {out} -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_TYPE={build_type}"
+                            f" && cmake --build {out}\n")
+        b = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+        assert b.returncode == 0, b.stdout[-2000:] + b.stderr[-2000:]
+        v = cb("verify", str(out), "--target", "aarch64-linux-musl", "--json")
+        reports[build_type] = json.loads(v.stdout)
+    release = reports["Release"]
+    assert release["ok"], release["reasons"]
+    exe = next(a for a in release["artifacts"] if a["path"] == "test_calc")
+    assert exe["linkage"] == "dynamic" and exe["interpreter"] == "/lib/ld-musl-aarch64.so.1"
+    [run] = release["smoke_runs"]
+    assert run["passed"] and "7 passed, 0 failed" in run["output_tail"]
+    # zig's debug-mode UBSan runtime needs statx (musl 1.2.5); Debian 12's musl 1.2.3 lacks it: skipped, said why
+    [debug_run] = reports["Debug"]["smoke_runs"]
+    assert debug_run["skipped"] and "statx" in debug_run["skipped"]

@@ -83,9 +83,12 @@ def test_multiple_sources_with_c_are_split():
 def test_unknown_object_suffix_renamed(tmp_path):
     obj = tmp_path / "x.sho"
     obj.write_bytes(b"\x7fELF" + b"\0" * 60)
-    plan = rewrite_cc(["-shared", str(obj), "-o", "libx.so"], **KW)
-    assert plan.symlinks == {"x.sho.o": str(obj)}
-    assert "\0x.sho.o" in plan.commands[0]
+    (tmp_path / "sub").mkdir()
+    twin = tmp_path / "sub" / "x.sho"  # same name in another folder must not collide
+    twin.write_bytes(b"\x7fELF" + b"\0" * 60)
+    plan = rewrite_cc(["-shared", str(obj), str(twin), "-o", "libx.so"], **KW)
+    assert plan.symlinks == {"0-x.sho.o": str(obj), "1-x.sho.o": str(twin)}
+    assert "\x000-x.sho.o" in plan.commands[0] and "\x001-x.sho.o" in plan.commands[0]
 
 
 def test_libtool_cxx_nostdlib_shared_link():

@@ -211,6 +211,24 @@ def describe_elf(stream, rel: str) -> Artifact:
     return a
 
 
+def dynamic_symbols(path: str | Path) -> tuple[set[str], set[str]]:
+    """(exported, required) dynamic symbols of an ELF file; weak references are not required."""
+    exported: set[str] = set()
+    required: set[str] = set()
+    with open(path, "rb") as f:
+        dynsym = ELFFile(f).get_section_by_name(".dynsym")
+        for sym in dynsym.iter_symbols() if dynsym is not None else ():
+            bind = sym["st_info"]["bind"]
+            if not sym.name or bind == "STB_LOCAL":
+                continue
+            if sym["st_shndx"] == "SHN_UNDEF":
+                if bind == "STB_GLOBAL":
+                    required.add(sym.name)
+            elif sym["st_other"]["visibility"] in ("STV_DEFAULT", "STV_PROTECTED"):
+                exported.add(sym.name)
+    return exported, required
+
+
 def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("_", 1)[1].split(".") if x.isdigit())
 

@@ -160,6 +160,24 @@ def quick(
     raise typer.Exit(0 if report.ok else 1)
 
 
+@app.command("musl-loader")
+def musl_loader_cmd(
+    target: str = typer.Argument(..., help="A musl target, e.g. aarch64-linux-musl."),
+    force: bool = typer.Option(False, "--force", help="Rebuild even if the loader is cached."),
+) -> None:
+    """Build musl's dynamic loader for TARGET's architecture (from Debian's musl source), so the verifier can run
+    dynamically linked musl programs under qemu."""
+    from . import musl_loader
+
+    t = _target(target)
+    try:
+        path = musl_loader.build(t, force=force, progress=lambda m: console.print(f"  {m}"))
+    except (musl_loader.LoaderBuildError, workspace.SourceError) as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    console.print(f"musl loader for {t.arch}: {path}")
+
+
 @app.command()
 def bench(
     target: str = typer.Option("aarch64-linux-musl", "--target", "-t"),

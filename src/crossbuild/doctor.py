@@ -70,8 +70,8 @@ def run_checks() -> list[Check]:
         arch = TARGETS[name].arch
         root = sysroot_for(arch)
         checks.append(Check(f"musl loader {arch}", "ok" if root else "warn",
-                            str(root) if root else f"dynamic musl test programs for {name} cannot run under qemu "
-                                                   "(crossbuild does not build musl's loader yet)", required=False))
+                            str(root) if root else f"dynamic musl test programs cannot run under qemu; fix: "
+                                                   f"crossbuild musl-loader {name}", required=False))
     status = sandbox.probe(refresh=True)
     checks.append(Check("sandbox", "ok" if status.backend == "bubblewrap" else "warn",
                         f"{status.backend}: {status.reason}", required=False))

@@ -11,8 +11,10 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from elftools.common.exceptions import ELFError
+
 from . import host, musl_loader, sandbox
-from .artifacts import Artifact, check_artifact, matches_any, scan_tree
+from .artifacts import Artifact, check_artifact, dynamic_symbols, matches_any, scan_tree
 from .recipes import BuildStep
 from .sandbox import Limits, Sandbox
 from .targets import Target
@@ -178,9 +180,26 @@ def loader_root(target: Target) -> tuple[Path | None, str | None]:
             return None, f"dynamic glibc program needs Debian's libc6-{target.debian_arch}-cross"
         return root, None
     if musl_loader.sysroot_for(target.arch) is None:
-        return None, (f"dynamic musl program needs ld-musl for {target.arch} under {root}/lib "
-                      "(building it is not implemented yet)")
+        return None, f"dynamic musl program needs the musl loader: `crossbuild musl-loader {target.name}`"
     return root, None
+
+
+def _musl_version(target: Target) -> str:
+    stamp = musl_loader.loader_path(target.arch).parent / "MUSL_VERSION"
+    return "musl " + (stamp.read_text().strip() if stamp.exists() else "?")
+
+
+def _unresolved_by_loader(exe: Path, lib_dirs: list[str], target: Target) -> list[str]:
+    """Symbols `exe` and the tree's shared libraries require that neither they nor the loader provide."""
+    provided, required = dynamic_symbols(musl_loader.loader_path(target.arch))[0], set()
+    for path in [exe, *(p for d in lib_dirs for p in Path(d).iterdir() if ".so" in p.name and p.is_file())]:
+        try:
+            exported, needs = dynamic_symbols(path)
+        except (OSError, ELFError):
+            continue
+        provided |= exported
+        required |= needs
+    return sorted(required - provided)
 
 
 def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, timeout: float) -> list[SmokeRun]:
@@ -205,6 +224,13 @@ def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, 
                 run.skipped = why
                 runs.append(run)
                 continue
+            if target.libc == "musl":
+                missing = _unresolved_by_loader(exe, lib_dirs, target)
+                if missing:
+                    run.skipped = (f"needs {', '.join(missing[:4])}, which the cached musl loader "
+                                   f"({_musl_version(target)}) lacks: zig links against a newer musl")
+                    runs.append(run)
+                    continue
             argv += ["-L", str(sysroot)]
         argv += ["-E", "LD_LIBRARY_PATH=" + ":".join(lib_dirs)] if lib_dirs else []
         argv.append(str(exe))

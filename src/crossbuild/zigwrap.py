@@ -21,7 +21,7 @@ SOURCE_SUFFIXES = {
 }
 # Linker inputs zig knows by name; anything else with object magic is renamed (zig would hand the whole
 # command to clang's driver, which links with the host /usr/bin/ld: bzip2's `.sho` objects).
-KNOWN_LINK_SUFFIXES = {".o", ".obj", ".a", ".lib", ".so", ".dll", ".dylib", ".res", ".tbd"}
+KNOWN_LINK_SUFFIXES = {".o", ".lo", ".obj", ".a", ".lib", ".so", ".dll", ".dylib", ".res", ".tbd"}
 _SHARED_VERSIONED = re.compile(r"\.so(\.\d+)+$")
 _OBJECT_MAGICS = (b"\x7fELF", b"!<arch>\n", b"!<thin>\n", b"\x64\x86", b"\x4c\x01", b"\x64\xaa")
 
@@ -163,7 +163,8 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
                 out.append(arg)
             elif (suffix not in KNOWN_LINK_SUFFIXES and not _SHARED_VERSIONED.search(arg) and exists(arg)
                   and is_object(arg)):
-                link_name = os.path.basename(arg) + ".o"
+                # numbered: objects from different folders often share a name (malloc/free.lo, mallocng/free.lo)
+                link_name = f"{len(plan.symlinks)}-{os.path.basename(arg)}.o"
                 plan.symlinks[link_name] = os.path.abspath(arg)
                 plan.notes.append(f"renamed linker input {arg} -> *.o")
                 out.append("\0" + link_name)  # resolved to the temp dir path by main()
