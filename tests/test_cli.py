@@ -153,3 +153,23 @@ def test_musl_loader_runs_dynamic_musl_programs(tmp_path):
     # zig's debug-mode UBSan runtime needs statx (musl 1.2.5); Debian 12's musl 1.2.3 lacks it: skipped, said why
     [debug_run] = reports["Debug"]["smoke_runs"]
     assert debug_run["skipped"] and "statx" in debug_run["skipped"]
+
+
+@pytest.mark.slow
+def test_libconfig_cxx_shared_library_links(tmp_path):
+    """Debian's libconfig: libtool links libconfig++.so with -nostdlib and gcc's postdeps; through the wrapper it
+    links with zig's libc++ and leaves no C++ symbol unresolved."""
+    from crossbuild import workspace
+    from crossbuild.artifacts import dynamic_symbols
+
+    ws = workspace.prepare("debian:libconfig", tmp_path / "ws")
+    exports = cb("env", "aarch64-linux-musl", "-w", str(ws.root), "--shell").stdout
+    script = exports + "\n./configure --host=$CROSSBUILD_HOST_TRIPLE --disable-static && make -j2 -C lib\n"
+    b = subprocess.run(["bash", "-c", script], cwd=ws.src, capture_output=True, text=True)
+    assert b.returncode == 0, b.stdout[-2000:] + b.stderr[-2000:]
+    lib = next((ws.src / "lib" / ".libs").glob("libconfig++.so.*.*"))
+    _, required = dynamic_symbols(lib)
+    assert not [s for s in required if s.startswith("_Z")], "C++ symbols left unresolved"
+    assert "dropped -nostdlib" in (ws.root / ".xbuild" / "logs" / "wrappers.log").read_text()
+    v = cb("verify", str(ws.src / "lib"), "--target", "aarch64-linux-musl", "--json")
+    assert json.loads(v.stdout)["ok"], v.stdout[-2000:]
