@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import host
+from .targets import Target
 
 _LOADER_ARCH = {"aarch64": "aarch64", "x86_64": "x86_64", "riscv64": "riscv64", "arm": "armhf"}
 
@@ -74,7 +75,7 @@ def _localized_compiler_rt(archive: Path, dest: Path) -> Path:
     return dest
 
 
-def build(target, *, source: str = "debian:musl", force: bool = False,
+def build(target: Target, *, source: str = "debian:musl", force: bool = False,
           progress: Callable[[str], None] = lambda _: None) -> Path:
     """Build and cache the musl loader for `target`'s architecture; returns its path."""
     from . import sandbox, workspace  # the loader is optional; keep its imports off the common path

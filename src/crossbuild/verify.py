@@ -192,7 +192,8 @@ def _musl_version(target: Target) -> str:
 def _unresolved_by_loader(exe: Path, lib_dirs: list[str], target: Target) -> list[str]:
     """Symbols `exe` and the tree's shared libraries require that neither they nor the loader provide."""
     provided, required = dynamic_symbols(musl_loader.loader_path(target.arch))[0], set()
-    for path in [exe, *(p for d in lib_dirs for p in Path(d).iterdir() if ".so" in p.name and p.is_file())]:
+    libs = (p for d in lib_dirs for p in Path(d).iterdir() if ".so" in p.name and p.is_file() and not p.is_symlink())
+    for path in [exe, *libs]:
         try:
             exported, needs = dynamic_symbols(path)
         except (OSError, ELFError):
