@@ -9,7 +9,7 @@ import pefile
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from crossbuild.zigwrap import rewrite_cc, rewrite_windres
+from crossbuild.zigwrap import plan_for, rewrite_cc, rewrite_windres
 
 from .conftest import run_in
 
@@ -78,6 +78,22 @@ def test_multiple_sources_with_c_are_split():
     plan = rewrite_cc(["-c", "-O2", "dir/a.c", "b.c"], **KW)
     assert [c[-3:] for c in plan.commands] == [["dir/a.c", "-o", "a.o"], ["b.c", "-o", "b.o"]]
     assert all("-O2" in c for c in plan.commands)
+
+
+def test_windows_objects_are_named_like_mingw_gcc_names_them():
+    plan = rewrite_cc(["-c", "conftest.c"], **{**KW, "zig_target": "x86_64-windows-gnu", "arch": "x86_64",
+                                              "binary_format": "pe"})
+    assert plan.commands[0][-3:] == ["conftest.c", "-o", "conftest.o"]
+    assert cmd(["-c", "conftest.c"])[-2:] == ["-c", "conftest.c"]  # ELF targets: zig already writes conftest.o
+
+
+def test_windows_ld_answers_version_probe_and_refuses_links():
+    kw = dict(zig="/z/zig", zig_target="x86_64-windows-gnu", arch="x86_64", binary_format="pe", bindir="/b")
+    assert plan_for("ld", ["-v"], **kw).commands == [["/z/zig", "ld.lld", "--version"]]
+    refused = plan_for("ld", ["-o", "x.exe", "x.o"], **kw)
+    assert not refused.commands and "link through $CC" in refused.error
+    assert plan_for("ld", ["-r", "a.o"], **{**kw, "binary_format": "elf", "zig_target": "x86_64-linux-musl"})\
+        .commands == [["/z/zig", "ld.lld", "-r", "a.o"]]
 
 
 def test_unknown_object_suffix_renamed(tmp_path):

@@ -181,9 +181,10 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
         # (zlib's configure then silently drops its shared library).
         tail.append("-Wl,--undefined-version")
 
-    if "-c" in args and not has_output and len(sources) > 1:
-        # zig merges `cc -c a.c b.c` into one a.o; gcc writes a.o and b.o.
-        plan.notes.append(f"split -c of {len(sources)} sources")
+    if "-c" in args and not has_output and (len(sources) > 1 or (sources and binary_format == "pe")):
+        # zig merges `cc -c a.c b.c` into one a.o; gcc writes a.o and b.o. For Windows zig names the object
+        # a.obj where mingw gcc writes a.o; autoconf would take the .obj for MSVC and libtool would call `lib`.
+        plan.notes.append(f"-c of {len(sources)} source(s) without -o: one NAME.o each")
         others = [a for a in out if a not in sources]
         for src in sources:
             obj = os.path.splitext(os.path.basename(src))[0] + ".o"
@@ -291,8 +292,13 @@ def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str
         return Plan(commands=[[zig, tool, *args]])
     if tool == "ld":
         kept = _filter_linker_flags(args, Plan())
-        linker = "lld-link" if binary_format == "pe" else "ld.lld"
-        return Plan(commands=[[zig, linker, *kept]])
+        if binary_format == "pe":
+            # zig 0.17 has no GNU-style PE linker (ld.lld rejects -m i386pep; lld-link speaks link.exe). Answer
+            # version probes as lld does, so libtool sees a GNU-compatible linker instead of assuming MSVC's `lib`.
+            if kept in (["-v"], ["--version"], ["-V"]):
+                return Plan(commands=[[zig, "ld.lld", "--version"]])
+            return Plan(error="zld: no GNU-style linker for Windows targets in zig 0.17; link through $CC instead")
+        return Plan(commands=[[zig, "ld.lld", *kept]])
     if tool == "strip":
         return rewrite_strip(args, llvm_strip=shutil.which("llvm-strip"))
     if tool == "windres":
