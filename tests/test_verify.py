@@ -184,3 +184,19 @@ def test_glibc_version_ceiling():
 def test_testlike_names():
     assert all(is_testlike(p) for p in ["test_calc", "tests/foo", "zlib_test", "example", "minigzip_test.exe"])
     assert not any(is_testlike(p) for p in ["calc", "libz.so", "contest_runner"])
+
+
+def test_object_header_fast_path_agrees_with_pyelftools(fixtures):
+    from elftools.elf.elffile import ELFFile
+
+    from crossbuild.artifacts import _arm_float_abi, describe_elf
+    for name in ("lib-aarch64.o", "lib-riscv.o", "lib-armhf.o", "lib-host.o"):
+        with open(fixtures / name, "rb") as f:
+            fast = describe_elf(f, name)
+            f.seek(0)
+            h = ELFFile(f).header
+            expect_float = _arm_float_abi(h["e_flags"], True) if h["e_machine"] == "EM_ARM" else None
+            assert (fast.kind, fast.machine, fast.bits, fast.os_abi, fast.float_abi) == \
+                ("object", h["e_machine"], 32 if h["e_ident"]["EI_CLASS"] == "ELFCLASS32" else 64,
+                 h["e_ident"]["EI_OSABI"], expect_float), name
+    assert describe_elf(open(fixtures / "lib-armhf.o", "rb"), "x").float_abi == "hard"
