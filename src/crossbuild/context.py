@@ -1,0 +1,78 @@
+"""RunContext: everything one run's tools need — workspace, target, toolchain, sandbox, knowledge base, limits.
+Passed explicitly; nothing global, so two runs in one process never share state."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import sandbox as sandbox_mod
+from .sandbox import Limits, Sandbox
+from .targets import Target
+from .toolchain import Toolchain
+
+
+class KnowledgeSearch(Protocol):
+    def search(self, query: str, limit: int = 5) -> list[Any]: ...
+
+
+@dataclass
+class CommandRecord:
+    """One run_command call, for build_status and the agent's no-progress checks."""
+
+    argv: list[str]
+    cwd: str
+    exit_code: int | None
+    stopped: str | None
+    log: str
+    duration_s: float
+
+
+@dataclass
+class RunContext:
+    root: Path  # the workspace: src/ (the project), build/, .xbuild/ (generated toolchain files, logs)
+    target: Target
+    toolchain: Toolchain
+    sandbox: Sandbox
+    kb: KnowledgeSearch | None = None
+    command_limits: Limits = field(default_factory=Limits)
+    cancel: threading.Event = field(default_factory=threading.Event)
+    commands: list[CommandRecord] = field(default_factory=list)
+    _log_seq: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
+    _path_locks: defaultdict[str, threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock),
+                                                           repr=False)
+    _locks_guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def create(cls, root: str | Path, target: Target, *, prefix: str | Path | None = None,
+               sandbox_backend: str = "auto", kb: KnowledgeSearch | None = None,
+               command_limits: Limits | None = None) -> RunContext:
+        """Materialise the toolchain under ROOT/.xbuild and pick the sandbox for it."""
+        root = Path(root).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        tc = Toolchain.for_target(target, root, prefix=prefix).materialise()
+        Path(tc.prefix).mkdir(parents=True, exist_ok=True)
+        box = sandbox_mod.for_workspace(root, prefix=tc.prefix, zig_cache=tc.zig_cache, backend=sandbox_backend)
+        return cls(root=root, target=target, toolchain=tc, sandbox=box, kb=kb,
+                   command_limits=command_limits or Limits())
+
+    @property
+    def prefix(self) -> Path:
+        return Path(self.toolchain.prefix).resolve()
+
+    @property
+    def xbuild(self) -> Path:
+        return self.root / ".xbuild"
+
+    def next_log(self, stem: str) -> Path:
+        """A fresh log file under .xbuild/logs/ (numbered, so every command's full output stays on disk)."""
+        return self.toolchain.logs / f"{next(self._log_seq):04d}-{stem}.log"
+
+    def path_lock(self, real_path: Path) -> threading.Lock:
+        """Calls that touch the same file are serialised by a lock per real path."""
+        with self._locks_guard:
+            return self._path_locks[str(real_path)]

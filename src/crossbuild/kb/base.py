@@ -1,0 +1,103 @@
+"""Entries (TOML shipped in the package) and the search engine: regex fingerprints first, then BM25 over SQLite
+FTS5, with a score threshold so that nothing irrelevant is returned."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+
+from pydantic import BaseModel, Field
+
+ENTRIES_PACKAGE = "crossbuild.kb"
+ENTRIES_FILE = "entries.toml"
+MIN_BM25_SCORE = 2.0  # below this a BM25-only match is noise (tuned with `crossbuild kb eval`)
+
+
+class Entry(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    symptoms: list[str] = Field(default_factory=list, description="Regular expressions over normalised output.")
+    keywords: list[str] = Field(default_factory=list)
+    cause: str
+    fix: str
+    fixtures: list[str] = Field(min_length=1, description="Real error texts the entry was written from.")
+
+    @cached_property
+    def patterns(self) -> list[re.Pattern[str]]:
+        return [re.compile(s, re.IGNORECASE | re.MULTILINE) for s in self.symptoms]
+
+    def render(self) -> str:
+        return f"[{self.id}] {self.title}\n  cause: {self.cause}\n  fix: {self.fix}"
+
+
+@dataclass
+class Match:
+    entry: Entry
+    score: float
+    how: str  # "fingerprint" | "bm25"
+
+
+_PATHS = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+@-]+)+/?")
+_NUMBERS = re.compile(r"\b0x[0-9a-f]+\b|\b\d+(?:\.\d+)*\b", re.IGNORECASE)
+
+
+def normalise(text: str) -> str:
+    """Build output without what differs between machines and runs: paths, numbers, line:column."""
+    text = _PATHS.sub(lambda m: "/" + m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
+    return _NUMBERS.sub("N", text)
+
+
+class KnowledgeBase:
+    def __init__(self, entries: list[Entry]):
+        ids = [e.id for e in entries]
+        dupes = {i for i in ids if ids.count(i) > 1}
+        if dupes:
+            raise ValueError(f"duplicate knowledge-base ids: {', '.join(sorted(dupes))}")
+        self.entries = {e.id: e for e in entries}
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        self._lock = threading.Lock()
+        self._db.execute("CREATE VIRTUAL TABLE kb USING fts5(id UNINDEXED, title, keywords, body)")
+        self._db.executemany("INSERT INTO kb VALUES (?, ?, ?, ?)", [
+            (e.id, e.title, " ".join(e.keywords), " ".join([e.cause, e.fix, *map(normalise, e.fixtures)]))
+            for e in entries])
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, entry_id: str) -> Entry | None:
+        return self.entries.get(entry_id)
+
+    def search(self, query: str, limit: int = 5) -> list[Match]:
+        """Entries whose fingerprint matches QUERY, then the best BM25 matches above the threshold."""
+        norm = normalise(query)
+        found: dict[str, Match] = {}
+        for e in self.entries.values():
+            if any(p.search(norm) or p.search(query) for p in e.patterns):
+                found[e.id] = Match(e, 100.0, "fingerprint")
+        for entry_id, score in self._bm25(norm, limit * 2):
+            if entry_id not in found and score >= MIN_BM25_SCORE:
+                found[entry_id] = Match(self.entries[entry_id], score, "bm25")
+        return sorted(found.values(), key=lambda m: -m.score)[:limit]
+
+    def _bm25(self, text: str, limit: int) -> list[tuple[str, float]]:
+        words = list(dict.fromkeys(w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", text)))[:64]
+        if not words:
+            return []
+        q = " OR ".join(f'"{w}"' for w in words)
+        with self._lock:
+            rows = self._db.execute("SELECT id, -bm25(kb, 0.0, 3.0, 2.0, 1.0) FROM kb WHERE kb MATCH ? "
+                                    "ORDER BY bm25(kb, 0.0, 3.0, 2.0, 1.0) LIMIT ?", (q, limit)).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+
+def load() -> KnowledgeBase:
+    """The entries shipped inside the package."""
+    text = resources.files(ENTRIES_PACKAGE).joinpath(ENTRIES_FILE).read_text()
+    return KnowledgeBase([Entry(**raw) for raw in tomllib.loads(text).get("entry", [])])

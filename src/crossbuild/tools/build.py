@@ -1,0 +1,130 @@
+"""Tools that let an outside agent finish the job itself: build_status (where the build stands, and the toolchain
+arguments to use) and verify (the foundation's verifier: right architecture, test programs pass under qemu)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from pydantic import Field
+
+from .. import recipes
+from ..artifacts import check_artifact, scan_tree
+from ..context import RunContext
+from ..recipes import BuildStep
+from ..verify import verify
+from . import paths
+from .base import Tool, ToolArgs, ToolResult
+
+# Commands that only look; a clean rebuild replays the others (configure, build, install, edits by sed/patch).
+INSPECTION_TOOLS = frozenset({"file", "readelf", "nm", "objdump", "strings", "size", "ls", "cat", "head", "tail",
+                              "grep", "find", "wc", "diff", "test", "true", "echo", "which", "pkg-config", "pkgconf"})
+
+
+def replay_steps(ctx: RunContext) -> list[BuildStep]:
+    """The successful commands of this run that changed something, in order: what a clean rebuild replays."""
+    return [BuildStep(tuple(c.argv), c.cwd) for c in ctx.commands
+            if c.exit_code == 0 and Path(c.argv[0]).name not in INSPECTION_TOOLS]
+
+
+class BuildStatusArgs(ToolArgs):
+    pass
+
+
+def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult:
+    src = ctx.root / "src"
+    try:
+        system = recipes.detect(src)
+    except recipes.NoBuildSystemError:
+        system = "none found (no CMakeLists.txt, meson.build, configure.ac, configure or Makefile in src/)"
+    tc = ctx.toolchain
+    build = ctx.root / "build"
+    state = []
+    for marker, what in (("CMakeCache.txt", "CMake configured"), ("build.ninja", "Ninja files generated"),
+                         ("config.status", "configure has run"), ("Makefile", "Makefile present")):
+        for where in (build, src):
+            if (where / marker).exists():
+                state.append(f"{what} ({paths.display(ctx, where / marker)})")
+    lines = [
+        f"target: {ctx.target.name} (zig {ctx.target.zig_target}; qemu: {ctx.target.qemu or 'none'})",
+        f"build system in src/: {system}",
+        f"state: {'; '.join(state) or 'not configured yet'}",
+        "toolchain (already in every command's environment; pass these arguments when configuring):",
+        f"  cmake -S src -B build {shlex.join(tc.cmake_args())}",
+        f"  meson setup build src {shlex.join(tc.meson_args())}",
+        f"  ./configure {shlex.join(tc.configure_args())}   (run from src/ or a build folder)",
+        f"  dependencies go into the per-target prefix {ctx.prefix}",
+    ]
+    if ctx.commands:
+        lines.append(f"commands so far ({len(ctx.commands)}; last 10):")
+        for c in ctx.commands[-10:]:
+            status = c.stopped or f"exit={c.exit_code}"
+            lines.append(f"  [{status}] {shlex.join(c.argv)} (cwd {c.cwd}; log {c.log})")
+    artifacts = fitting = 0
+    if build.is_dir():
+        scan = scan_tree(build)
+        linked = [a for a in scan.artifacts if a.kind in ("executable", "shared_library", "static_library")]
+        artifacts = len(linked)
+        fitting = sum(1 for a in linked if not check_artifact(a, ctx.target))
+        lines.append(f"linked artifacts in build/: {artifacts} ({fitting} for {ctx.target.name})")
+    lines.append("next: call verify when the build has finished" if artifacts else
+                 "next: configure and build into build/")
+    return ToolResult(ok=True, message="\n".join(lines),
+                      data={"build_system": system, "state": state, "commands": len(ctx.commands),
+                            "artifacts": artifacts, "artifacts_for_target": fitting})
+
+
+class VerifyArgs(ToolArgs):
+    path: str = Field("build", description="Folder to judge, relative to the workspace (the build folder, or an "
+                                           "install folder).")
+    run_tests: bool = Field(True, description="Run test-like programs under qemu (smoke runs).")
+    rebuild: bool = Field(False, description="Also replay this session's successful commands on a fresh copy of src/ "
+                                             "and require the same artifacts (slow: a second full build).")
+
+
+def _authorize_verify(ctx: RunContext, args: VerifyArgs) -> Path:
+    return paths.resolve(ctx, args.path)
+
+
+def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
+    steps = replay_steps(ctx) if args.rebuild else None
+    report = verify(real, ctx.target, toolchain=ctx.toolchain, box=ctx.sandbox, run_tests=args.run_tests,
+                    rebuild_steps=steps or None)
+    counts = ", ".join(f"{k}: {v}" for k, v in report.counts.items()) or "no binaries"
+    lines = [f"{'VERIFIED' if report.ok else 'NOT VERIFIED'} for {ctx.target.name}: {paths.display(ctx, real)} "
+             f"({counts})"]
+    for run in report.smoke_runs[:15]:
+        outcome = f"skipped: {run.skipped}" if run.skipped else "passed" if run.passed else \
+            f"FAILED ({run.stopped or f'exit {run.exit_code}'})"
+        lines.append(f"  smoke run {run.path}: {outcome}")
+    if report.rebuild:
+        lines.append(f"  clean rebuild: {'passed' if report.rebuild['ok'] else report.rebuild['error']}")
+    if args.rebuild and not steps:
+        lines.append("  clean rebuild: not run (no successful build commands in this session to replay)")
+    for reason in report.reasons[:15]:
+        lines.append(f"  - {reason}")
+    data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons,
+            "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped} for r in report.smoke_runs],
+            "rebuild": report.rebuild}
+    if report.ok:
+        return ToolResult(ok=True, message="\n".join(lines), data=data)
+    return ToolResult(ok=False, error_type="command_failed", message="\n".join(lines), data=data,
+                      hint="fix the reasons above; wrong-architecture files usually mean a host compiler was used "
+                           "(a hard-coded gcc or a CC_FOR_BUILD helper installed as a product)")
+
+
+BUILD_STATUS = Tool(
+    name="build_status", args=BuildStatusArgs, run=_build_status, read_only=True, idempotent=True,
+    description=(
+        "Where the build stands: the target, the build system found in src/, whether it is configured, the exact "
+        "cmake/meson/configure arguments for this target's toolchain, the commands run so far with their exit codes "
+        "and logs, and how many linked artifacts build/ holds. Call it first, and whenever you are unsure what next."),
+)
+VERIFY = Tool(
+    name="verify", args=VerifyArgs, run=_verify, authorize=_authorize_verify, read_only=False, idempotent=True,
+    description=(
+        "Judge the build like crossbuild does at the end: every binary in the folder must be for the target "
+        "(architecture, ABI, libc), at least one executable or library must exist, and test-like programs must pass "
+        "under qemu; optionally a clean rebuild. Returns VERIFIED or the reasons it is not. Your own claim of success "
+        "never counts; this does."),
+)

@@ -1,0 +1,95 @@
+"""Where tools may look and write: inside the workspace (and, for commands, the per-target prefix), checked after
+`realpath` and by path component, with credential files kept out of reach."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+
+from ..context import RunContext
+from .base import NotFound, PermissionDenied
+
+# Files a build never needs and a model must never read or write, even inside the workspace.
+CREDENTIAL_PATTERNS = (".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks",
+                       "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials",
+                       ".npmrc", ".pypirc", ".pgpass", "credentials", "credentials.json", "*.kdbx", ".htpasswd",
+                       "secrets.*", ".dockercfg")
+CREDENTIAL_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube")
+
+HOST_PATH_WHY = ("host paths are useless for a cross build: /usr/include and /usr/lib hold headers and libraries for "
+                 "the build machine, not the target, and the toolchain's own headers, libc and the per-target "
+                 "prefix are already wired into CC, CMake, Meson and pkg-config")
+
+
+def is_credential(path: str | Path) -> bool:
+    p = Path(path)
+    if any(part in CREDENTIAL_DIRS for part in p.parts):
+        return True
+    name = p.name
+    return any(fnmatch.fnmatchcase(name, pat) for pat in CREDENTIAL_PATTERNS)
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """Component-wise containment: /w/demo-backup is not inside /w/demo."""
+    return path == root or root in path.parents
+
+
+def display(ctx: RunContext, real: Path) -> str:
+    """How a path is shown to the model: relative to the workspace."""
+    try:
+        rel = real.relative_to(ctx.root)
+    except ValueError:
+        return str(real)
+    return str(rel) if str(rel) != "." else "."
+
+
+def resolve(ctx: RunContext, path: str, *, write: bool = False, must_exist: bool = True,
+            roots: tuple[Path, ...] | None = None, cwd: Path | None = None) -> Path:
+    """The real path PATH names, relative to CWD (default: the workspace root), refused unless it lies inside ROOTS
+    (default: the workspace). For a new file the nearest existing parent is checked. Raises PermissionDenied/NotFound.
+    """
+    roots = roots or (ctx.root,)
+    if "\0" in path:
+        raise PermissionDenied("the path contains a NUL byte.", hint="use a plain relative path such as src/main.c")
+    base = cwd or ctx.root
+    raw = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
+    joined = raw if raw.is_absolute() else base / raw
+    real = Path(os.path.realpath(joined))
+    if not any(is_within(real, r) for r in roots):
+        _deny_outside(ctx, path, joined, real, roots)
+    if is_credential(real) or is_credential(joined):
+        raise PermissionDenied(
+            f"{path!r} looks like a credential file (keys, tokens, .env); tools never read or write those.",
+            hint="a cross build needs no secrets; do not try to reach it under another name")
+    if write and is_within(real, ctx.xbuild) and real != ctx.xbuild:
+        logs = ctx.toolchain.logs.resolve()
+        if not is_within(real, logs):
+            raise PermissionDenied(
+                f"{path!r} is inside .xbuild/, the toolchain crossbuild generated for {ctx.target.name}.",
+                hint="change the project instead (its build files or configure/cmake arguments); the wrappers and "
+                     "toolchain files are regenerated for every run")
+    if must_exist and not os.path.lexists(real):
+        parent = real.parent
+        near = sorted(p.name for p in parent.iterdir())[:20] if parent.is_dir() else []
+        raise NotFound(f"{display(ctx, real)} does not exist.",
+                       hint=(f"{display(ctx, parent)}/ contains: {', '.join(near)}" if near
+                             else "call list_files to see what exists"))
+    return real
+
+
+def _deny_outside(ctx: RunContext, path: str, joined: Path, real: Path, roots: tuple[Path, ...]) -> None:
+    allowed = " or ".join(str(r) for r in roots)
+    lexical = Path(os.path.normpath(joined))
+    if any(is_within(lexical, r) for r in roots):
+        why = f"{path!r} is a symlink (or goes through one) that leads outside the workspace, to {real}."
+        hint = "work on files inside the workspace; symlinks out of it are not followed"
+    elif Path(path).is_absolute() or path.startswith("~"):
+        why = f"{path!r} is outside the workspace ({allowed})."
+        hint = ("use paths relative to the workspace (src/..., build/...). " + HOST_PATH_WHY
+                if str(real).startswith(("/usr", "/lib", "/opt", "/etc")) else
+                "use paths relative to the workspace (src/..., build/...)")
+    else:
+        why = f"{path!r} climbs out of the workspace with '..' (it resolves to {real})."
+        hint = "stay inside the workspace; the project is in src/ and builds go in build/"
+    raise PermissionDenied(why, hint=hint + "; do not try other spellings of the same path")

@@ -1,0 +1,41 @@
+"""search_knowledge, build_status and verify through dispatch."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_search_knowledge_finds_the_entry_and_stays_quiet_otherwise(call):
+    r = call("search_knowledge", {"query": "CMake Error: Could NOT find ZLIB (missing: ZLIB_LIBRARY)"})
+    assert r.ok and r.data["matches"][0]["id"] == "cmake-package-not-found"
+    assert "build_dependency" in r.message
+    r = call("search_knowledge", {"query": "the weather in Lisbon is sunny today"})
+    assert r.ok and r.data["matches"] == []
+
+
+def test_build_status_before_and_after_a_command(ctx, call):
+    r = call("build_status")
+    assert r.ok and r.data["build_system"] == "cmake" and "not configured yet" in r.message
+    assert "-DCMAKE_TOOLCHAIN_FILE=" in r.message and "--host=aarch64-linux-musl" in r.message
+    call("run_command", {"command": "ls src"})
+    r = call("build_status")
+    assert r.data["commands"] == 1 and "[exit=0] ls src" in r.message
+
+
+def test_verify_rejects_an_empty_build(call):
+    r = call("verify", {"path": "build", "run_tests": False})
+    assert not r.ok and "NOT VERIFIED" in r.message and "nothing was built" in r.message
+
+
+@pytest.mark.slow
+def test_an_outside_agent_can_build_and_verify_with_the_tools(ctx, call):
+    """The whole job through the tools alone, as an MCP client would do it: configure, build, verify + rebuild."""
+    r = call("run_command", {"command": "cmake -S src -B build -DCMAKE_BUILD_TYPE=Release"})
+    assert r.ok, r.render()
+    r = call("run_command", {"command": "cmake --build build -j2", "timeout": 900})
+    assert r.ok, r.render()
+    r = call("build_status")
+    assert "CMake configured" in r.message and r.data["artifacts_for_target"] >= 2
+    r = call("verify", {"path": "build", "rebuild": True})
+    assert r.ok, r.render()
+    assert r.data["rebuild"]["ok"] and any(s["passed"] for s in r.data["smoke_runs"])

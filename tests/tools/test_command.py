@@ -1,0 +1,87 @@
+"""run_command for real, in the sandbox with the BuildEnv: status line first, bounded output, full log on disk."""
+
+from __future__ import annotations
+
+import pytest
+
+from crossbuild.tools.command import OUTPUT_MAX_CHARS, path_candidates, split_command
+
+
+def _script(ctx, name, body):
+    f = ctx.root / "src" / name
+    f.write_text("#!/bin/sh\n" + body)
+    f.chmod(0o755)
+    return f
+
+
+def test_exit_code_on_line_one_and_log_named(ctx, call):
+    _script(ctx, "fail.sh", "echo configuring\necho 'error: no zlib' >&2\nexit 3\n")
+    r = call("run_command", {"command": "./fail.sh", "cwd": "src"})
+    assert not r.ok and r.error_type == "command_failed" and r.data["exit_code"] == 3
+    first = r.render().splitlines()[0]
+    assert "[exit=3]" in first
+    assert "error: no zlib" in r.message
+    assert f"[full log: {r.data['log']}" in r.message and r.data["log"].startswith(".xbuild/logs/")
+    assert "read_file" in r.hint
+    assert call("read_file", {"path": r.data["log"]}).ok  # the model can page the log
+
+
+def test_a_10mb_log_costs_at_most_the_budget_and_is_fully_on_disk(ctx, call):
+    big = ctx.root / "src" / "big.log"
+    with open(big, "w") as f:
+        for i in range(200_000):
+            f.write(f"compiling unit {i:06d} of the very large project with a long line of output ......\n")
+        f.write("error: the real failure is at the end\n")
+    assert big.stat().st_size > 10_000_000
+    _script(ctx, "loud.sh", "cat big.log\nexit 2\n")
+    r = call("run_command", {"command": "./loud.sh", "cwd": "src"})
+    assert r.data["exit_code"] == 2 and r.render().startswith("Error (command_failed): [exit=2]")
+    assert len(r.message) <= OUTPUT_MAX_CHARS + 1_000
+    assert "error: the real failure is at the end" in r.message  # the tail is kept
+    assert "compiling unit 000000" in r.message  # and the head
+    assert "lines omitted" in r.message
+    log = ctx.root / r.data["log"]
+    assert log.stat().st_size >= big.stat().st_size
+    assert r.data["log_lines"] >= 200_001
+
+
+def test_timeout_is_reported_and_the_tree_killed(ctx, call):
+    _script(ctx, "slow.sh", "echo started\nsleep 30\n")
+    r = call("run_command", {"command": "./slow.sh", "cwd": "src", "timeout": 1})
+    assert r.error_type == "timeout" and r.data["exit_code"] is None
+    assert r.render().splitlines()[0].startswith("Error (timeout): [timed out after 1s]")
+    assert r.duration_s < 10
+
+
+def test_runs_in_the_sandbox_with_the_build_env(ctx, call):
+    r = call("run_command", {"command": "cmake -E environment"})
+    log = (ctx.root / r.data["log"]).read_text()
+    assert f"CC={ctx.toolchain.bindir}/zcc" in log
+    assert r.data["sandbox"] == ctx.sandbox.backend
+    assert ctx.commands[-1].exit_code == 0 and ctx.commands[-1].argv == ["cmake", "-E", "environment"]
+
+
+def test_cwd_must_be_a_folder_in_the_workspace(call):
+    assert call("run_command", {"command": "ls", "cwd": "src/CMakeLists.txt"}).error_type == "invalid_arguments"
+    assert call("run_command", {"command": "ls", "cwd": "../.."}).error_type == "permission_denied"
+    assert call("run_command", {"command": "ls", "cwd": "nope"}).error_type == "not_found"
+
+
+def test_unbalanced_quotes(call):
+    r = call("run_command", {"command": "cmake -DX='a"})
+    assert r.error_type == "invalid_arguments" and "quote" in r.hint
+
+
+@pytest.mark.parametrize(("arg", "found"), [
+    ("-I/usr/include", ["/usr/include"]), ("--prefix=/usr", ["/usr"]), ("-DZLIB_ROOT=/opt/z", ["/opt/z"]),
+    ("-DCMAKE_INSTALL_PREFIX:PATH=/usr", ["/usr"]), ("-Wl,-rpath,/usr/lib", ["/usr/lib"]),
+    ("CFLAGS=-O2 -I/x", ["/x"]), ("PATH=/a:/b", ["/a", "/b"]), ("-I../..", ["../.."]), ("-DBUILD_TESTING=OFF", []),
+    ("--enable-shared", []), ("build/x.o", []), ("-j2", []), ("src/../../x", ["src/../../x"]),
+])
+def test_path_candidates(arg, found):
+    assert path_candidates(arg) == found
+
+
+def test_split_command_separates_operators():
+    assert split_command("make&&ls") == ["make", "&&", "ls"]
+    assert split_command("cmake '-DLIST=a;b'") == ["cmake", "-DLIST=a;b"]

@@ -1,0 +1,143 @@
+"""A regression test for each way out of the workspace: every one is `permission_denied`, and nothing outside is
+read or changed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+OUTSIDE = ("backup secret", "outside secret")
+
+
+def _assert_denied(r, *words):
+    assert not r.ok and r.error_type == "permission_denied", r.render()
+    for w in words:
+        assert w in r.render(), (w, r.render())
+    assert not any(s in r.message for s in OUTSIDE)
+
+
+@pytest.mark.parametrize("path", ["../demo-backup/secret.txt", "../../outside.txt", "src/../../demo-backup",
+                                  "src/../../../outside.txt"])
+def test_dotdot(call, path):
+    _assert_denied(call("read_file", {"path": path}), "'..'")
+    _assert_denied(call("write_file", {"path": path, "content": "x"}))
+    _assert_denied(call("list_files", {"path": path}))
+
+
+def test_absolute_paths(ctx, call, tmp_path):
+    _assert_denied(call("read_file", {"path": "/etc/passwd"}), "outside the workspace", "host paths are useless")
+    _assert_denied(call("read_file", {"path": str(tmp_path / "outside.txt")}))
+    _assert_denied(call("list_files", {"path": "/"}))
+    assert call("read_file", {"path": str(ctx.root / "src" / "CMakeLists.txt")}).ok  # absolute but inside
+
+
+def test_sibling_folder_with_the_workspace_name_as_prefix(ctx, call):
+    sibling = str(ctx.root) + "-backup/secret.txt"  # /w/demo-backup is not inside /w/demo
+    _assert_denied(call("read_file", {"path": sibling}))
+    _assert_denied(call("write_file", {"path": sibling, "content": "pwned"}))
+    assert (ctx.root.parent / "demo-backup" / "secret.txt").read_text() == "backup secret\n"
+
+
+def test_symlink_to_outside_read_and_write(ctx, call, tmp_path):
+    os.symlink(tmp_path / "outside.txt", ctx.root / "src" / "link.txt")
+    os.symlink(tmp_path / "w" / "demo-backup", ctx.root / "src" / "linkdir")
+    _assert_denied(call("read_file", {"path": "src/link.txt"}), "symlink")
+    _assert_denied(call("write_file", {"path": "src/link.txt", "content": "pwned"}), "symlink")
+    _assert_denied(call("edit_file", {"path": "src/link.txt", "edits": [{"old": "outside", "new": "x"}]}))
+    _assert_denied(call("write_file", {"path": "src/linkdir/new.txt", "content": "pwned"}), "symlink")
+    _assert_denied(call("run_command", {"command": "cat src/link.txt"}))
+    assert (tmp_path / "outside.txt").read_text() == "outside secret\n"
+    assert not (tmp_path / "w" / "demo-backup" / "new.txt").exists()
+
+
+def test_symlink_swapped_in_before_the_write(ctx, tmp_path):
+    """The check passes on a real file; then the file is replaced by a symlink to outside before the write: the
+    rename replaces the link itself and the outside file is untouched."""
+    from crossbuild.tools.files import atomic_write
+
+    target = ctx.root / "src" / "victim.txt"
+    target.write_text("inside\n")
+    real = target.resolve()  # what authorization saw
+    target.unlink()
+    os.symlink(tmp_path / "outside.txt", target)  # swapped in between check and write
+    atomic_write(ctx, real, b"written\n")
+    assert (tmp_path / "outside.txt").read_text() == "outside secret\n"
+    assert not target.is_symlink() and target.read_text() == "written\n"
+
+
+def test_parent_folder_swapped_for_a_symlink_before_the_write(ctx, tmp_path):
+    from crossbuild.tools.base import PermissionDenied
+    from crossbuild.tools.files import atomic_write
+
+    sub = ctx.root / "src" / "sub"
+    sub.mkdir()
+    real = (sub / "f.txt").resolve()
+    sub.rmdir()
+    os.symlink(tmp_path / "w" / "demo-backup", sub)
+    with pytest.raises(PermissionDenied):
+        atomic_write(ctx, real, b"pwned")
+    assert not (tmp_path / "w" / "demo-backup" / "f.txt").exists()
+
+
+@pytest.mark.parametrize("name", [".env", ".env.local", "deploy.pem", "tls.key", "id_rsa", "id_ed25519.pub",
+                                  ".netrc", ".git-credentials", ".ssh/config"])
+def test_credential_files_inside_the_workspace(ctx, call, name):
+    f = ctx.root / "src" / name
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text("TOKEN=hunter2\n")
+    _assert_denied(call("read_file", {"path": f"src/{name}"}), "credential")
+    _assert_denied(call("write_file", {"path": f"src/{name}", "content": "x"}), "credential")
+    _assert_denied(call("run_command", {"command": f"cat src/{name}"}), "credential")
+    assert f.read_text() == "TOKEN=hunter2\n"
+
+
+@pytest.mark.parametrize("arg", ["-I/usr/include", "-L/usr/lib/x86_64-linux-gnu", "--prefix=/usr",
+                                 "-DZLIB_ROOT=/opt/zlib", "-DCMAKE_INSTALL_PREFIX:PATH=/usr/local",
+                                 "-Wl,-rpath,/usr/lib", "CFLAGS=-O2 -I/usr/include", "-isystem/usr/include",
+                                 "--with-zlib=/usr", "PKG_CONFIG_PATH=/usr/lib/pkgconfig:/usr/share/pkgconfig",
+                                 "-I../../outside", "/etc/passwd"])
+def test_glued_and_plain_host_paths_in_commands(call, arg):
+    r = call("run_command", {"command": f"cmake -S src -B build '{arg}'"})
+    _assert_denied(r)
+    assert "workspace" in r.render()
+
+
+def test_paths_into_the_workspace_and_prefix_are_allowed_in_commands(ctx, call):
+    from crossbuild.tools.command import RunCommandArgs, _authorize
+
+    for arg in (f"-DZLIB_ROOT={ctx.prefix}", f"--prefix={ctx.prefix}", f"-I{ctx.root}/src/include", "-Iinclude",
+                "-DCMAKE_BUILD_TYPE=Release", "--with-zlib", "2>/dev/null"[1:]):
+        _authorize(ctx, RunCommandArgs(command=f"cmake -S src -B build '{arg}'"))
+
+
+@pytest.mark.parametrize("command", ["cmake -S src -B build && make -C build", "make | tee log", "make > out.txt",
+                                     "make; rm -rf /", "cat < src/CMakeLists.txt", "make &", "echo $(id)",
+                                     "echo `id`", "make CC=$HOME/cc", "(make)"])
+def test_shell_syntax_is_refused_with_a_clear_message(call, command):
+    r = call("run_command", {"command": command})
+    _assert_denied(r)
+    assert "shell" in r.message
+
+
+def test_programs_off_the_allow_list(call):
+    _assert_denied(call("run_command", {"command": "bash -c 'cat /etc/shadow'"}), "no shell")
+    _assert_denied(call("run_command", {"command": "curl http://example.com"}), "allow-list")
+    _assert_denied(call("run_command", {"command": "gcc -c x.c"}), "zig wrapper")
+    _assert_denied(call("run_command", {"command": "/usr/bin/python3 -c 1"}), "outside the workspace")
+    _assert_denied(call("run_command", {"command": "find . -exec rm {} +"}), "-exec")
+
+
+def test_a_timeout_above_the_cap_is_refused(call):
+    r = call("run_command", {"command": "true", "timeout": 100_000})
+    assert r.error_type == "invalid_arguments" and "3600" in r.message
+
+
+def test_cmake_environment_shows_no_secrets(ctx, call, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-should-never-leak")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-should-never-leak")
+    r = call("run_command", {"command": "cmake -E environment"})
+    assert r.ok, r.render()
+    log = (ctx.root / r.data["log"]).read_text()
+    assert "CROSSBUILD_TARGET=aarch64-linux-musl" in log
+    assert "should-never-leak" not in log and "API_KEY" not in log
