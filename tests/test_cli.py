@@ -171,3 +171,21 @@ def test_libconfig_cxx_shared_library_links(tmp_path):
     assert "dropped -nostdlib" in (ws.root / ".xbuild" / "logs" / "wrappers.log").read_text()
     v = cb("verify", str(ws.src / "lib"), "--target", "aarch64-linux-musl", "--json")
     assert json.loads(v.stdout)["ok"], v.stdout[-2000:]
+
+
+def test_mcp_refuses_bad_options_before_serving(tmp_path):
+    r = cb("mcp", str(EXAMPLE), "-t", "riscv64-linux-mus", cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and "riscv64-linux-musl" in r.stderr
+    r = cb("mcp", str(EXAMPLE), cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and "needs a target" in r.stderr.replace("\n", " ").replace("│", " ")
+    r = cb("mcp", "--transport", "sse", cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and "stdio or http" in r.stderr
+    assert not (tmp_path / "crossbuild-runs").exists()
+
+
+def test_bench_tools_prints_dispatch_overhead_and_schema_sizes():
+    r = cb("bench-tools", "--calls", "300", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "p50" in r.stdout and "µs" in r.stdout
+    for name in ("openai", "openai-strict", "anthropic", "mcp"):
+        assert f"schema set {name} " in r.stdout

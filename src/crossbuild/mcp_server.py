@@ -1,0 +1,199 @@
+"""`crossbuild mcp`: the same guarded tools, served over MCP (stdio or streamable HTTP) with the official SDK.
+
+Tool calls go through the very same `Toolset.dispatch` as the agent loop; failures come back as `isError` results
+with the actionable message, unknown tools as protocol errors. Each session can pick its own workspace and target
+with `open_workspace`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from pydantic import Field, ValidationError
+
+from . import __version__, kb, workspace
+from .context import RunContext
+from .targets import UnknownTargetError, parse_target
+from .tools import Toolset, default_toolset
+from .tools.base import Tool, ToolArgs, ToolResult, _schema_error
+from .tools.schemas import input_schema, mcp_annotations
+
+INSTRUCTIONS = """crossbuild cross-compiles C/C++ projects for another machine with zig cc and proves the result.
+Start with build_status (it prints the exact configure arguments for the target), configure and build with
+run_command into build/, then call verify. If no workspace is open, call open_workspace first."""
+
+
+class OpenWorkspaceArgs(ToolArgs):
+    target: str = Field(description="Target to build for, e.g. aarch64-linux-musl, riscv64-linux-musl, "
+                                    "x86_64-windows-gnu (see `crossbuild targets`).")
+    source: str | None = Field(None, description="Project to copy into a new workspace: a folder, a tarball, a git "
+                                                 "URL or debian:NAME[=VERSION].")
+    workspace: str | None = Field(None, description="An existing crossbuild workspace (a folder with src/) to keep "
+                                                    "working in, or a new empty folder (with source).")
+
+
+def _not_dispatched(ctx: Any, args: Any, auth: Any) -> ToolResult:  # pragma: no cover - handled by the server
+    raise RuntimeError("open_workspace is handled by the MCP session, not by dispatch")
+
+
+OPEN_WORKSPACE = Tool(
+    name="open_workspace", args=OpenWorkspaceArgs, run=_not_dispatched, destructive=False, idempotent=False,
+    description=(
+        "Choose this session's workspace and target. With `source`, the project is copied (or downloaded: git URL, "
+        "debian:NAME) into a new workspace, so the original is never modified; with `workspace`, an existing "
+        "crossbuild workspace is reopened. All other tools work inside the chosen workspace only. Call it again to "
+        "switch; each MCP session has its own."),
+)
+
+
+@dataclass
+class SessionState:
+    ctx: RunContext | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class CrossbuildMCP:
+    """Per-session RunContexts around one shared Toolset."""
+
+    def __init__(self, *, default: tuple[str | None, str | None, str] | None = None, runs_dir: Path | None = None,
+                 sandbox_backend: str = "auto", toolset: Toolset | None = None):
+        self.toolset = toolset or default_toolset()
+        self.default = default  # (source, workspace, target) from the command line
+        self.runs_dir = runs_dir or Path("crossbuild-runs")
+        self.sandbox_backend = sandbox_backend
+        self.knowledge = kb.load()
+        self._sessions: dict[str, SessionState] = {}
+        self._shared_default: RunContext | None = None
+        self._guard = threading.Lock()
+
+    def server(self) -> Server:
+        return Server("crossbuild", version=__version__, instructions=INSTRUCTIONS,
+                      on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+
+    # ---- handlers ---------------------------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        tools = [OPEN_WORKSPACE, *self.toolset.tools.values()]
+        return types.ListToolsResult(tools=[
+            types.Tool(name=t.name, description=t.description, input_schema=input_schema(t),
+                       annotations=types.ToolAnnotations(**_snake(mcp_annotations(t))))
+            for t in tools])
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name = params.name
+        if name != OPEN_WORKSPACE.name and name not in self.toolset:
+            raise MCPError(code=types.INVALID_PARAMS,
+                           message=f"unknown tool {name!r}; the tools are: open_workspace, "
+                                   f"{', '.join(self.toolset.names())}")
+        state = self._state(ctx)
+        if name == OPEN_WORKSPACE.name and state is None:
+            result = ToolResult(
+                ok=False, error_type="invalid_arguments",
+                message="this request has no MCP session (stateless HTTP), so a workspace opened now could not be "
+                        "told apart from other clients'.",
+                hint="connect with sessions (legacy streamable HTTP or stdio), or start the server with a project: "
+                     "crossbuild mcp SOURCE --target T --transport http")
+        elif name == OPEN_WORKSPACE.name:
+            result = await anyio.to_thread.run_sync(self._open_workspace, state, params.arguments or {})
+        else:
+            run_ctx = (state and state.ctx) or await anyio.to_thread.run_sync(self._default_ctx)
+            if run_ctx is None:
+                result = ToolResult(ok=False, error_type="invalid_arguments",
+                                    message="no workspace is open in this session.",
+                                    hint="call open_workspace with a source (or workspace) and a target first")
+            else:
+                result = await anyio.to_thread.run_sync(self.toolset.dispatch, run_ctx, name, params.arguments)
+        return to_mcp_result(result)
+
+    # ---- sessions ---------------------------------------------------------------------------------------------
+
+    def _state(self, ctx: Any) -> SessionState | None:
+        """Streamable-HTTP sessions are told apart by their Mcp-Session-Id; stdio serves one client per process.
+        Stateless (2026-07-28) HTTP requests carry no session: None, so they only see the server's default."""
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None)
+        key = headers.get("mcp-session-id") if headers is not None else "stdio"
+        if not key:
+            return None
+        with self._guard:
+            return self._sessions.setdefault(key, SessionState())
+
+    def _default_ctx(self) -> RunContext | None:
+        if self.default is None:
+            return None
+        with self._guard:
+            if self._shared_default is None:
+                source, ws, target = self.default
+                self._shared_default = self._make_ctx(source, ws, target)
+            return self._shared_default
+
+    def _open_workspace(self, state: SessionState, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            args = OpenWorkspaceArgs.model_validate(arguments, strict=True)
+        except ValidationError as e:
+            return _schema_error(OPEN_WORKSPACE, e)
+        if not args.source and not args.workspace:
+            return ToolResult(ok=False, error_type="invalid_arguments", message="give a source or a workspace.",
+                              hint="source: a folder, tarball, git URL or debian:NAME; workspace: a folder with src/")
+        try:
+            new = self._make_ctx(args.source, args.workspace, args.target)
+        except UnknownTargetError as e:
+            return ToolResult(ok=False, error_type="invalid_arguments", message=str(e),
+                              hint="see the list with `crossbuild targets`")
+        except (workspace.SourceError, ValueError) as e:
+            return ToolResult(ok=False, error_type="not_found", message=str(e))
+        with state.lock:
+            state.ctx = new
+        return ToolResult(ok=True, message=f"workspace {new.root} is open for {new.target.name}; the project is in "
+                                           "src/. Next: build_status.",
+                          data={"workspace": str(new.root), "target": new.target.name})
+
+    def _make_ctx(self, source: str | None, ws_dir: str | None, target_name: str) -> RunContext:
+        target = parse_target(target_name)
+        if source:
+            label = source.removeprefix("debian:").rstrip("/").split("/")[-1] or "run"
+            root = Path(ws_dir) if ws_dir else workspace.new_root(self.runs_dir, f"{label}-{target.name}")
+            ws = workspace.prepare(source, root)
+            root = ws.root
+        else:
+            root = Path(ws_dir or ".").resolve()
+            if not (root / "src").is_dir():
+                raise ValueError(f"{root} is not a crossbuild workspace (it has no src/ folder); pass the project "
+                                 "as source to copy it into a new workspace")
+        return RunContext.create(root, target, sandbox_backend=self.sandbox_backend, kb=self.knowledge)
+
+
+def to_mcp_result(result: ToolResult) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=result.render())], is_error=not result.ok,
+        structured_content={"ok": result.ok, "error_type": result.error_type, "data": result.data})
+
+
+def _snake(hints: dict[str, bool]) -> dict[str, bool]:
+    return {"read_only_hint": hints["readOnlyHint"], "destructive_hint": hints["destructiveHint"],
+            "idempotent_hint": hints["idempotentHint"], "open_world_hint": hints["openWorldHint"]}
+
+
+def serve_stdio(app: CrossbuildMCP) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = app.server()
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(app: CrossbuildMCP, *, host: str = "127.0.0.1", port: int = 8765) -> None:
+    import uvicorn
+
+    uvicorn.run(app.server().streamable_http_app(host=host), host=host, port=port, log_level="warning")

@@ -1,0 +1,148 @@
+"""`crossbuild mcp` through real MCP client sessions: stdio (a subprocess) and streamable HTTP (a uvicorn server)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, MCPError, StdioServerParameters
+
+from tests.conftest import EXAMPLE
+
+CROSSBUILD = str(Path(sys.executable).with_name("crossbuild"))
+TOOLS = {"open_workspace", "list_files", "read_file", "write_file", "edit_file", "run_command", "search_knowledge",
+         "build_status", "verify"}
+
+
+def _text(result) -> str:
+    return result.content[0].text
+
+
+async def _exercise_every_tool(c: Client) -> None:
+    listed = {t.name: t for t in (await c.list_tools()).tools}
+    assert set(listed) == TOOLS
+    assert listed["read_file"].annotations.read_only_hint is True
+    assert listed["run_command"].annotations.destructive_hint is True
+    assert listed["read_file"].input_schema["required"] == ["path"]
+    assert listed["read_file"].input_schema["additionalProperties"] is False
+
+    r = await c.call_tool("list_files", {"path": "src", "depth": 1})
+    assert not r.is_error and "CMakeLists.txt" in _text(r)
+    r = await c.call_tool("read_file", {"path": "src/CMakeLists.txt", "limit": 3})
+    assert not r.is_error and "call read_file with offset=4" in _text(r)
+    r = await c.call_tool("write_file", {"path": "src/NOTE.txt", "content": "cross\n"})
+    assert not r.is_error and "created src/NOTE.txt" in _text(r)
+    r = await c.call_tool("edit_file", {"path": "src/NOTE.txt", "edits": [{"old": "cross", "new": "crossbuild"}]})
+    assert not r.is_error and "+crossbuild" in _text(r)
+    r = await c.call_tool("run_command", {"command": "cmake -E echo hello"})
+    assert not r.is_error and _text(r).startswith("[exit=0]") and r.structured_content["data"]["exit_code"] == 0
+    r = await c.call_tool("search_knowledge", {"query": "Could NOT find ZLIB (missing: ZLIB_LIBRARY)"})
+    assert not r.is_error and "cmake-package-not-found" in _text(r)
+    r = await c.call_tool("build_status", {})
+    assert not r.is_error and "build system in src/: cmake" in _text(r)
+    r = await c.call_tool("verify", {"path": "src", "run_tests": False})
+    assert r.is_error and "NOT VERIFIED" in _text(r)
+
+    # tool failures are isError results the model can act on
+    r = await c.call_tool("read_file", {"path": "../../../etc/passwd"})
+    assert r.is_error and "permission_denied" in _text(r) and "root:" not in _text(r)
+    r = await c.call_tool("run_command", {"command": "make && rm -rf /"})
+    assert r.is_error and "without a shell" in _text(r)
+    r = await c.call_tool("read_file", {"path": 3, "colour": "red"})
+    assert r.is_error and "path: Input should be a valid string" in _text(r) and "colour: unknown field" in _text(r)
+    # unknown tools are protocol errors
+    with pytest.raises(MCPError, match="unknown tool 'bash'"):
+        await c.call_tool("bash", {"command": "id"})
+
+
+def test_stdio_session_serves_every_tool(tmp_path):
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", str(EXAMPLE), "--target", "aarch64-linux-musl"],
+                                   cwd=str(tmp_path), env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"],
+                                                           **_cache_env()})
+
+    async def main():
+        async with Client(params) as c:
+            await _exercise_every_tool(c)
+
+    anyio.run(main)
+    assert (EXAMPLE / "src").exists() and not (EXAMPLE / "NOTE.txt").exists()  # the original is never modified
+    assert len(list((tmp_path / "crossbuild-runs").iterdir())) == 1
+
+
+def test_stdio_session_without_a_workspace_opens_one(tmp_path):
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp"], cwd=str(tmp_path),
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
+
+    async def main():
+        async with Client(params) as c:
+            r = await c.call_tool("build_status", {})
+            assert r.is_error and "call open_workspace" in _text(r)
+            r = await c.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "aarch64-linux-mus"})
+            assert r.is_error and "aarch64-linux-musl" in _text(r)  # close match offered
+            r = await c.call_tool("open_workspace", {"workspace": str(tmp_path), "target": "riscv64-linux-musl"})
+            assert r.is_error and "no src/" in _text(r)
+            r = await c.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "riscv64-linux-musl"})
+            assert not r.is_error, _text(r)
+            r = await c.call_tool("build_status", {})
+            assert "target: riscv64-linux-musl" in _text(r)
+
+    anyio.run(main)
+
+
+def _cache_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith("CROSSBUILD_") or k == "ZIG_GLOBAL_CACHE_DIR"}
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    src = tmp_path / "project"
+    shutil.copytree(EXAMPLE, src)
+    proc = subprocess.Popen([CROSSBUILD, "mcp", str(src), "-t", "aarch64-linux-musl", "--transport", "http",
+                             "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail(f"MCP HTTP server did not start: {proc.stdout.read().decode()}")
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_streamable_http_serves_every_tool(http_server):
+    async def main():
+        async with Client(http_server) as c:
+            await _exercise_every_tool(c)
+
+    anyio.run(main)
+
+
+def test_each_http_session_has_its_own_workspace_and_target(http_server):
+    async def main():
+        async with Client(http_server, mode="legacy") as a, Client(http_server, mode="legacy") as b:
+            ra = await a.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "aarch64-linux-musl"})
+            rb = await b.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "x86_64-windows-gnu"})
+            assert not ra.is_error and not rb.is_error
+            assert ra.structured_content["data"]["workspace"] != rb.structured_content["data"]["workspace"]
+            assert "target: aarch64-linux-musl" in _text(await a.call_tool("build_status", {}))
+            assert "target: x86_64-windows-gnu" in _text(await b.call_tool("build_status", {}))
+        async with Client(http_server) as stateless:  # 2026-07-28 HTTP: no session to keep a workspace in
+            r = await stateless.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "aarch64-linux-musl"})
+            assert r.is_error and "no MCP session" in _text(r)
+
+    anyio.run(main)
