@@ -200,3 +200,13 @@ def test_object_header_fast_path_agrees_with_pyelftools(fixtures):
                 ("object", h["e_machine"], 32 if h["e_ident"]["EI_CLASS"] == "ELFCLASS32" else 64,
                  h["e_ident"]["EI_OSABI"], expect_float), name
     assert describe_elf(open(fixtures / "lib-armhf.o", "rb"), "x").float_abi == "hard"
+
+
+def test_a_test_program_that_prints_its_usage_ran_but_a_crash_did_not():
+    from crossbuild.verify import is_usage_message
+
+    assert is_usage_message(1, ["Usage: ./test_util_file <testdir>", "  <testdir> is the location of input files"])
+    assert not is_usage_message(1, ["test_util_file: FAILED 3 of 10"])
+    assert not is_usage_message(0, ["Usage: x"])
+    assert not is_usage_message(139, ["Usage: x", "Segmentation fault"])
+    assert not is_usage_message(1, ["usage: x", "qemu: uncaught target signal 11 (Segmentation fault)"])

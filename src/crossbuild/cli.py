@@ -26,6 +26,13 @@ console = Console()
 err = Console(stderr=True)
 
 
+def _register_agent_commands() -> None:
+    from .cli_build import build_command, runs_app
+
+    app.command("build")(build_command)
+    app.add_typer(runs_app, name="runs")
+
+
 def _target(name: str):
     try:
         return parse_target(name)
@@ -282,6 +289,8 @@ def _print_report(report: VerifyReport, as_json: bool) -> None:
                 result = f"[yellow]skipped[/]: {r.skipped}"
             elif r.passed:
                 result = "[green]exit 0[/]"
+            elif r.needs_arguments:
+                result = f"[green]ran[/], printed its usage (exit {r.exit_code}; needs arguments)"
             else:
                 result = f"[red]{r.stopped or f'exit {r.exit_code}'}[/]"
             runs.add_row(r.path, result, f"{r.duration_s:.2f}s", r.output_tail[-300:])
@@ -292,6 +301,9 @@ def _print_report(report: VerifyReport, as_json: bool) -> None:
         console.print(f"[bold red]NOT VERIFIED[/] for {report.target}:")
         for reason in report.reasons:
             console.print(f"  - {reason}", markup=False, highlight=False)
+
+
+_register_agent_commands()
 
 
 def main() -> None:  # pragma: no cover

@@ -4,6 +4,7 @@ Passed explicitly; nothing global, so two runs in one process never share state.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ class CommandRecord:
     stopped: str | None
     log: str
     duration_s: float
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -40,6 +42,7 @@ class RunContext:
     sandbox: Sandbox
     kb: KnowledgeSearch | None = None
     command_limits: Limits = field(default_factory=Limits)
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 2)  # parallel build jobs for recipes
     cancel: threading.Event = field(default_factory=threading.Event)
     commands: list[CommandRecord] = field(default_factory=list)
     _log_seq: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
@@ -50,7 +53,7 @@ class RunContext:
     @classmethod
     def create(cls, root: str | Path, target: Target, *, prefix: str | Path | None = None,
                sandbox_backend: str = "auto", kb: KnowledgeSearch | None = None,
-               command_limits: Limits | None = None) -> RunContext:
+               command_limits: Limits | None = None, jobs: int | None = None) -> RunContext:
         """Materialise the toolchain under ROOT/.xbuild and pick the sandbox for it."""
         root = Path(root).resolve()
         root.mkdir(parents=True, exist_ok=True)
@@ -58,7 +61,7 @@ class RunContext:
         Path(tc.prefix).mkdir(parents=True, exist_ok=True)
         box = sandbox_mod.for_workspace(root, prefix=tc.prefix, zig_cache=tc.zig_cache, backend=sandbox_backend)
         return cls(root=root, target=target, toolchain=tc, sandbox=box, kb=kb,
-                   command_limits=command_limits or Limits())
+                   command_limits=command_limits or Limits(), jobs=jobs or os.cpu_count() or 2)
 
     @property
     def prefix(self) -> Path:

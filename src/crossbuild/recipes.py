@@ -19,6 +19,8 @@ BUILD_SYSTEMS = ("cmake", "meson", "autotools", "configure", "make")
 class BuildStep:
     argv: tuple[str, ...]
     cwd: str = "."  # relative to the workspace root
+    phase: str = "build"  # prepare | configure | build | check | install
+    env: tuple[tuple[str, str], ...] = ()  # extra environment on top of the BuildEnv
 
     def __str__(self) -> str:
         return " ".join(self.argv) + ("" if self.cwd == "." else f"   (in {self.cwd})")
@@ -60,36 +62,36 @@ def steps_for(system: str, toolchain: Toolchain, *, source: str = "src", build: 
     if system == "cmake":
         return [
             BuildStep(("cmake", "-S", source, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
-                       f"-DCMAKE_INSTALL_PREFIX={stage}")),
+                       f"-DCMAKE_INSTALL_PREFIX={stage}"), phase="configure"),
             BuildStep(("cmake", "--build", build, "--parallel", str(jobs))),
-            BuildStep(("cmake", "--install", build)),
+            BuildStep(("cmake", "--install", build), phase="install"),
         ]
     if system == "meson":
         return [
             BuildStep(("meson", "setup", build, source, *toolchain.meson_args(), "--buildtype=release",
-                       f"--prefix={stage}")),
+                       f"--prefix={stage}"), phase="configure"),
             BuildStep(("meson", "compile", "-C", build, "-j", str(jobs))),
-            BuildStep(("meson", "install", "-C", build)),
+            BuildStep(("meson", "install", "-C", build), phase="install"),
         ]
     if system == "autotools":
         steps = []
         if not (src_abs / "configure").exists():
-            steps.append(BuildStep(("autoreconf", "-fi"), cwd=source))
+            steps.append(BuildStep(("autoreconf", "-fi"), cwd=source, phase="prepare"))
         rel_configure = os.path.relpath(src_abs / "configure", toolchain.workspace / build)
         steps += [
-            BuildStep(("mkdir", "-p", build)),
-            BuildStep((rel_configure, *toolchain.configure_args(), f"--prefix={stage}"), cwd=build),
+            BuildStep(("mkdir", "-p", build), phase="prepare"),
+            BuildStep((rel_configure, *toolchain.configure_args(), f"--prefix={stage}"), cwd=build, phase="configure"),
             BuildStep(("make", f"-j{jobs}"), cwd=build),
             # build the check programs without running them (they are for the target); the verifier runs them
-            BuildStep(("make", f"-j{jobs}", "check", "TESTS="), cwd=build),
-            BuildStep(("make", "install"), cwd=build),
+            BuildStep(("make", f"-j{jobs}", "check", "TESTS="), cwd=build, phase="check"),
+            BuildStep(("make", "install"), cwd=build, phase="install"),
         ]
         return steps
     if system == "configure":  # hand-written configure scripts (zlib): in-tree, compilers from CC/AR/RANLIB
         return [
-            BuildStep(("./configure", f"--prefix={stage}"), cwd=source),
+            BuildStep(("./configure", f"--prefix={stage}"), cwd=source, phase="configure"),
             BuildStep(("make", f"-j{jobs}"), cwd=source),
-            BuildStep(("make", "install"), cwd=source),
+            BuildStep(("make", "install"), cwd=source, phase="install"),
         ]
     if system == "make":
         cc = toolchain.env.vars

@@ -36,6 +36,7 @@ class SmokeRun:
     duration_s: float = 0.0
     output_tail: str = ""
     skipped: str | None = None  # why it did not run
+    needs_arguments: bool = False  # it ran and printed its usage: proof it runs on the target, not a test failure
 
 
 @dataclass
@@ -118,7 +119,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         report.sandbox = box.backend
         report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s)
         for run in report.smoke_runs:
-            if run.skipped is None and not run.passed:
+            if run.skipped is None and not run.passed and not run.needs_arguments:
                 why = run.stopped or f"exit {run.exit_code}"
                 report.reasons.append(f"smoke run {run.path} failed under qemu ({why})")
     report.ok = not report.reasons
@@ -145,7 +146,8 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
     env = fresh.env.as_dict()
     for i, step in enumerate(steps):
         argv = [a.replace(str(original_ws), str(fresh_ws)) for a in step.argv]
-        res = box.run(argv, cwd=fresh_ws / step.cwd, env=env, log_path=fresh.logs / f"rebuild-{i + 1}.log")
+        res = box.run(argv, cwd=fresh_ws / step.cwd, env={**env, **dict(step.env)},
+                      log_path=fresh.logs / f"rebuild-{i + 1}.log")
         if not res.ok:
             return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
                     "error": f"`{' '.join(argv)}` {res.stopped or f'exit {res.returncode}'} (log {res.log_path})"}
@@ -243,5 +245,19 @@ def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, 
         run.passed = res.ok
         text = Path(res.log_path).read_text(errors="replace").splitlines()
         run.output_tail = "\n".join(text[2:][-8:])
+        run.needs_arguments = not run.passed and is_usage_message(res.returncode, text[2:])
         runs.append(run)
     return runs
+
+
+_USAGE = re.compile(r"^\s*(usage|Usage|USAGE)\b|\busage: ")
+_CRASH = re.compile(r"qemu: uncaught target signal|Segmentation fault|Illegal instruction|Error relocating|"
+                    r"symbol not found|Could not open|Exec format error|core dumped")
+
+
+def is_usage_message(exit_code: int | None, lines: list[str]) -> bool:
+    """A test program run without the arguments its harness passes prints its usage and exits 1, 2 or 64."""
+    if exit_code not in (1, 2, 64, 255):
+        return False
+    text = "\n".join(lines[:20])
+    return bool(_USAGE.search(text)) and not _CRASH.search(text)

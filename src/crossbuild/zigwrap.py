@@ -93,8 +93,9 @@ def _translate_march(value: str, arch: str) -> str | None:
 
 
 def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch: str, binary_format: str,
-               bindir: str, exists=os.path.exists, is_object=_is_object_file) -> Plan:
-    """Plan the zig call(s) for `zcc`/`zxx ARGS` (driver is "cc" or "c++")."""
+               bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False) -> Plan:
+    """Plan the zig call(s) for `zcc`/`zxx ARGS` (driver is "cc" or "c++"). no_werror ($CROSSBUILD_NO_WERROR=1):
+    the project's -Werror flags are dropped, whatever build file added them."""
     plan = Plan()
 
     # Queries some configure scripts and libtool make; answer them like a non-multilib gcc would.
@@ -150,6 +151,8 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
             kept = _filter_linker_flags(arg[4:].split(","), plan)
             if kept:
                 out.append("-Wl," + ",".join(kept))
+        elif no_werror and (arg == "-Werror" or arg.startswith("-Werror=") or arg == "-pedantic-errors"):
+            plan.notes.append(f"dropped {arg} (CROSSBUILD_NO_WERROR)")
         elif arg in ("-lgcc_s", "-lgcc", "-stats"):
             plan.notes.append(f"dropped {arg}")  # zig links its own compiler-rt and unwinder
         elif driver == "c++" and shared and nostdlib and _is_libtool_postdep(arg):
@@ -175,7 +178,7 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
         i += 1
 
     base = [zig, driver, "-target", zig_target, "-Wno-error=date-time"]
-    tail: list[str] = []
+    tail: list[str] = ["-Wno-error"] if no_werror else []
     if link and binary_format == "elf" and (sources or out):
         # lld defaults to --no-undefined-version, which breaks version scripts naming absent symbols
         # (zlib's configure then silently drops its shared library).
@@ -287,7 +290,8 @@ def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str
              bindir: str) -> Plan:
     if tool in ("cc", "c++"):
         return rewrite_cc(args, driver=tool, zig=zig, zig_target=zig_target, arch=arch,
-                          binary_format=binary_format, bindir=bindir)
+                          binary_format=binary_format, bindir=bindir,
+                          no_werror=os.environ.get("CROSSBUILD_NO_WERROR") == "1")
     if tool in ("ar", "ranlib", "objcopy", "dlltool"):
         return Plan(commands=[[zig, tool, *args]])
     if tool == "ld":

@@ -10,12 +10,47 @@ import tomllib
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 ENTRIES_PACKAGE = "crossbuild.kb"
 ENTRIES_FILE = "entries.toml"
 MIN_BM25_SCORE = 2.0  # below this a BM25-only match is noise (tuned with `crossbuild kb eval`)
+
+
+ActionKind = Literal["cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env", "disable_option",
+                     "switch_system", "use_glibc", "patch", "dependency"]
+_NEEDS = {"cmake_args": "args", "meson_args": "args", "configure_args": "args", "make_args": "args",
+          "cache_vars": "args", "env": "args", "disable_option": "pattern", "switch_system": "system", "patch": "file",
+          "dependency": "name"}
+
+
+class Action(BaseModel):
+    """A fix precise enough for the offline planner to apply by itself."""
+
+    model_config = {"extra": "forbid"}
+    kind: ActionKind
+    args: list[str] = Field(default_factory=list)  # *_args: extra arguments; cache_vars: NAME=value
+    pattern: str | None = None  # disable_option: regex over option names (BUILD_TESTING, tests, examples, docs)
+    system: str | None = None  # switch_system: cmake | meson | autotools | configure | make
+    file: str | None = None  # patch: glob relative to src/
+    old: str | None = None  # patch: exact text
+    new: str | None = None
+    name: str | None = None  # dependency: what the build asked for (ZLIB, zlib.h, libpng ...)
+    when: str | None = None  # only for this build system
+
+    @model_validator(mode="after")
+    def _required_fields(self) -> Action:
+        need = _NEEDS.get(self.kind)
+        if need and not getattr(self, need):
+            raise ValueError(f"a {self.kind} action needs `{need}`")
+        if self.kind == "patch" and (self.old is None or self.new is None):
+            raise ValueError("a patch action needs `old` and `new`")
+        return self
+
+    def key(self) -> str:
+        return self.model_dump_json(exclude_none=True)
 
 
 class Entry(BaseModel):
@@ -28,6 +63,7 @@ class Entry(BaseModel):
     cause: str
     fix: str
     fixtures: list[str] = Field(min_length=1, description="Real error texts the entry was written from.")
+    actions: list[Action] = Field(default_factory=list)
 
     @cached_property
     def patterns(self) -> list[re.Pattern[str]]:
@@ -42,6 +78,18 @@ class Match:
     entry: Entry
     score: float
     how: str  # "fingerprint" | "bm25"
+    groups: tuple[str, ...] = ()  # what the fingerprint captured (a package name...), for {1} in actions
+
+    def actions(self) -> list[Action]:
+        """The entry's actions with {1}, {2}... replaced by what the fingerprint captured."""
+        out = []
+        for a in self.entry.actions:
+            raw = a.model_dump_json()
+            for i, g in enumerate(self.groups, 1):
+                raw = raw.replace(f"{{{i}}}", (g or "").replace('"', ""))
+            if "{" not in raw or not re.search(r"\{\d\}", raw):
+                out.append(Action.model_validate_json(raw))
+        return out
 
 
 _PATHS = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+@-]+)+/?")
@@ -79,8 +127,11 @@ class KnowledgeBase:
         norm = normalise(query)
         found: dict[str, Match] = {}
         for e in self.entries.values():
-            if any(p.search(norm) or p.search(query) for p in e.patterns):
-                found[e.id] = Match(e, 100.0, "fingerprint")
+            for p in e.patterns:
+                m = p.search(query) or p.search(norm)
+                if m:
+                    found[e.id] = Match(e, 100.0, "fingerprint", tuple(g or "" for g in m.groups()))
+                    break
         for entry_id, score in self._bm25(norm, limit * 2):
             if entry_id not in found and score >= MIN_BM25_SCORE:
                 found[entry_id] = Match(self.entries[entry_id], score, "bm25")

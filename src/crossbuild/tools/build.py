@@ -14,7 +14,7 @@ from ..context import RunContext
 from ..recipes import BuildStep
 from ..verify import verify
 from . import paths
-from .base import Tool, ToolArgs, ToolResult
+from .base import BadArguments, Tool, ToolArgs, ToolResult
 
 # Commands that only look; a clean rebuild replays the others (configure, build, install, edits by sed/patch).
 INSPECTION_TOOLS = frozenset({"file", "readelf", "nm", "objdump", "strings", "size", "ls", "cat", "head", "tail",
@@ -23,18 +23,23 @@ INSPECTION_TOOLS = frozenset({"file", "readelf", "nm", "objdump", "strings", "si
 
 def replay_steps(ctx: RunContext) -> list[BuildStep]:
     """The successful commands of this run that changed something, in order: what a clean rebuild replays."""
-    return [BuildStep(tuple(c.argv), c.cwd) for c in ctx.commands
+    return [BuildStep(tuple(c.argv), c.cwd, env=tuple(sorted(c.env.items()))) for c in ctx.commands
             if c.exit_code == 0 and Path(c.argv[0]).name not in INSPECTION_TOOLS]
 
 
 class BuildStatusArgs(ToolArgs):
-    pass
+    system: str | None = Field(None, description="Show the recipe of this build system instead of the one detected "
+                                                 f"({' | '.join(recipes.BUILD_SYSTEMS)}), e.g. when a project ships "
+                                                 "both CMake and its own configure.")
 
 
 def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult:
     src = ctx.root / "src"
+    if args.system is not None and args.system not in recipes.BUILD_SYSTEMS:
+        raise BadArguments(f"unknown build system {args.system!r}.",
+                           hint=f"choose one of {', '.join(recipes.BUILD_SYSTEMS)}")
     try:
-        system = recipes.detect(src)
+        system = args.system or recipes.detect(src)
     except recipes.NoBuildSystemError:
         system = "none found (no CMakeLists.txt, meson.build, configure.ac, configure or Makefile in src/)"
     tc = ctx.toolchain
@@ -69,9 +74,16 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         lines.append(f"linked artifacts in build/: {artifacts} ({fitting} for {ctx.target.name})")
     lines.append("next: call verify when the build has finished" if artifacts else
                  "next: configure and build into build/")
+    recipe = []
+    if system in recipes.BUILD_SYSTEMS:
+        recipe = [{"argv": list(s.argv), "cwd": s.cwd, "phase": s.phase}
+                  for s in recipes.steps_for(system, tc, jobs=ctx.jobs)]
     return ToolResult(ok=True, message="\n".join(lines),
                       data={"build_system": system, "state": state, "commands": len(ctx.commands),
-                            "artifacts": artifacts, "artifacts_for_target": fitting})
+                            "artifacts": artifacts, "artifacts_for_target": fitting,
+                            "output_dir": recipes.output_dir(system) if recipe else "build", "recipe": recipe,
+                            "cmake_args": tc.cmake_args(), "meson_args": tc.meson_args(),
+                            "configure_args": tc.configure_args()})
 
 
 class VerifyArgs(ToolArgs):
@@ -95,6 +107,7 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
              f"({counts})"]
     for run in report.smoke_runs[:15]:
         outcome = f"skipped: {run.skipped}" if run.skipped else "passed" if run.passed else \
+            "ran, printed its usage (needs arguments)" if run.needs_arguments else \
             f"FAILED ({run.stopped or f'exit {run.exit_code}'})"
         lines.append(f"  smoke run {run.path}: {outcome}")
     if report.rebuild:

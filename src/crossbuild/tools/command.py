@@ -53,6 +53,11 @@ class RunCommandArgs(ToolArgs):
                          description="One command line, e.g. 'cmake -S src -B build' or 'make -C build -j2'. "
                                      "Parsed like a shell would split words; no pipes, &&, redirection or $VARS.")
     cwd: str = Field(".", description="Folder to run in, relative to the workspace root.")
+    env: dict[str, str] = Field(default_factory=dict, max_length=20,
+                                description="Extra environment variables for this command only, e.g. "
+                                            "{\"CFLAGS\": \"-O2\"} or {\"CROSSBUILD_NO_WERROR\": \"1\"} (drops "
+                                            "-Werror in the compiler wrapper). The toolchain's own variables (CC, "
+                                            "PATH, PKG_CONFIG...) cannot be changed.")
     timeout: int = Field(DEFAULT_TIMEOUT_S, ge=1, le=MAX_TIMEOUT_S,
                          description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT_S}, "
                                      f"at most {MAX_TIMEOUT_S}).")
@@ -62,6 +67,31 @@ class RunCommandArgs(ToolArgs):
 class AuthorizedCommand:
     argv: list[str]
     cwd: Path
+    env: dict[str, str]
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_OVERRIDABLE = frozenset({"CROSSBUILD_NO_WERROR"})
+ENV_REFUSED = frozenset({"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "PYTHONPATH",
+                         "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "GCONV_PATH", "MAKESHELL", "CONFIG_SHELL"})
+
+
+def _authorize_env(ctx: RunContext, env: dict[str, str], cwd: Path) -> dict[str, str]:
+    build_env = ctx.toolchain.env.vars
+    for name, value in env.items():
+        if not _ENV_NAME.match(name):
+            raise BadArguments(f"{name!r} is not a valid environment variable name.")
+        if name in ENV_REFUSED:
+            raise PermissionDenied(f"setting {name} is refused: it changes how programs are loaded or which shell "
+                                   "runs, not what is built.", hint="pass build options as arguments instead")
+        if name in build_env and name not in ENV_OVERRIDABLE:
+            raise PermissionDenied(f"{name} is set by the cross toolchain ({build_env[name][:80]}); overriding it "
+                                   "would bypass the target's toolchain.",
+                                   hint="pass flags with CFLAGS/CXXFLAGS/LDFLAGS or build-system arguments instead")
+        for cand in path_candidates(value):
+            if cand not in ALWAYS_ALLOWED:
+                paths.resolve(ctx, cand, cwd=cwd, roots=(ctx.root, ctx.prefix), must_exist=False)
+    return dict(env)
 
 
 def split_command(command: str) -> list[str]:
@@ -162,18 +192,20 @@ def _authorize(ctx: RunContext, args: RunCommandArgs) -> AuthorizedCommand:
             paths.resolve(ctx, cand, cwd=cwd, roots=roots, must_exist=False)
         if not arg.startswith("-") and "=" not in arg and os.path.lexists(cwd / arg):
             paths.resolve(ctx, arg, cwd=cwd, roots=roots)  # catches symlinks out of the workspace and credentials
-    return AuthorizedCommand(argv=argv, cwd=cwd)
+    return AuthorizedCommand(argv=argv, cwd=cwd, env=_authorize_env(ctx, args.env, cwd))
 
 
 def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> ToolResult:
     stem = re.sub(r"[^A-Za-z0-9]+", "-", Path(auth.argv[0]).name).strip("-") or "cmd"
     log = ctx.next_log(stem)
     limits = dataclasses.replace(ctx.command_limits, timeout_s=float(args.timeout))
-    res = ctx.sandbox.run(auth.argv, cwd=auth.cwd, env=ctx.toolchain.env.as_dict(), log_path=log, limits=limits,
+    res = ctx.sandbox.run(auth.argv, cwd=auth.cwd, env={**ctx.toolchain.env.as_dict(), **auth.env}, log_path=log,
+                          limits=limits,
                           cancel=ctx.cancel)
     shown_log = paths.display(ctx, log.resolve())
     ctx.commands.append(CommandRecord(argv=auth.argv, cwd=paths.display(ctx, auth.cwd), exit_code=res.returncode,
-                                      stopped=res.stopped, log=shown_log, duration_s=res.duration_s))
+                                      stopped=res.stopped, log=shown_log, duration_s=res.duration_s,
+                                      env=auth.env))
     if res.stopped == "timeout":
         status = f"[timed out after {args.timeout}s]"
     elif res.stopped == "cancelled":
@@ -186,8 +218,8 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     message = f"{status} {shlex.join(auth.argv)}  ({res.duration_s:.1f}s)\n{body}\n" \
               f"[full log: {shown_log} ({lines} lines) — page it with read_file]"
     data = {"exit_code": res.returncode, "stopped": res.stopped, "log": shown_log, "log_lines": lines,
-            "argv": auth.argv, "cwd": paths.display(ctx, auth.cwd), "duration_s": round(res.duration_s, 3),
-            "sandbox": res.backend}
+            "argv": auth.argv, "env": auth.env, "cwd": paths.display(ctx, auth.cwd),
+            "duration_s": round(res.duration_s, 3), "sandbox": res.backend}
     if res.ok:
         return ToolResult(ok=True, message=message, data=data)
     error_type = {"timeout": TIMEOUT, "cancelled": CANCELLED}.get(res.stopped or "", COMMAND_FAILED)

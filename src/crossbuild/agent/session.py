@@ -1,0 +1,61 @@
+"""One `crossbuild build`: prepare the workspace, set up the RunContext, the model and the trace, run the agent.
+Shared by the CLI and the evaluation harness."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import kb, workspace
+from ..context import RunContext
+from ..models import ModelConfig, make_model
+from ..targets import Target
+from ..trace import Trace, new_run_id
+from .budgets import Budgets
+from .events import Event, EventSink, ignore
+from .loop import Agent, RunOutcome
+
+
+@dataclass
+class BuildRequest:
+    source: str
+    target: Target
+    model: ModelConfig = field(default_factory=ModelConfig)
+    budgets: Budgets = field(default_factory=Budgets)
+    db: Path | None = None
+    workspace_dir: Path | None = None
+    runs_dir: Path = Path("crossbuild-runs")
+    jobs: int | None = None
+    keep: bool = False
+    sandbox_backend: str = "auto"
+    prefix: Path | None = None
+
+
+def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.Event | None = None,
+          run_id: str | None = None) -> tuple[RunOutcome, RunContext]:
+    """Raises workspace.SourceError / ModelConfigError before anything runs when the request cannot start."""
+    from ..trace import default_path
+
+    model = make_model(req.model, on_retry=lambda n, t, d: on_event(Event(
+        "provider_retry", {"attempt": n, "reason": t.reason, "delay_s": round(d, 2)})))
+    label = req.source.removeprefix("debian:").rstrip("/").split("/")[-1] or "run"
+    root = req.workspace_dir or workspace.new_root(req.runs_dir, f"{label}-{req.target.name}")
+    ws = workspace.prepare(req.source, root)
+    ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
+                            kb=kb.load(), jobs=req.jobs)
+    if cancel is not None:
+        ctx.cancel = cancel
+    trace = Trace(req.db or default_path())
+    config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
+              "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix)}
+    try:
+        agent = Agent(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
+                      config=config, run_id=run_id or new_run_id())
+        outcome = agent.run()
+    finally:
+        trace.close()
+    if not req.keep:  # the clean-rebuild copy duplicates the workspace; the build itself stays for inspection
+        shutil.rmtree(ctx.xbuild / "rebuild", ignore_errors=True)
+    return outcome, ctx

@@ -1,0 +1,138 @@
+"""Anthropic Messages API through the official `anthropic` SDK: tool_use blocks out, tool_result blocks (with
+is_error) back, all results of one turn in one user message, as the API's pairing rules require."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..tools.base import Toolset
+from ..tools.schemas import anthropic_tools
+from .base import Message, ProviderError, ToolCall, Turn, Usage
+from .retry import FATAL_STATUSES, RetryPolicy, Transient, call_with_retries
+
+
+@dataclass
+class AnthropicOptions:
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    tool_choice: str = "auto"  # auto | any | none | <tool name>
+    parallel_tool_calls: bool | None = None
+    temperature: float | None = None
+    max_output_tokens: int = 4096
+    timeout_s: float = 120.0
+    retry: RetryPolicy = RetryPolicy()
+
+
+class AnthropicChatModel:
+    def __init__(self, options: AnthropicOptions, *, on_retry=None):
+        import anthropic
+
+        self.options = options
+        self.name = f"anthropic:{options.model}"
+        self._anthropic = anthropic
+        self._client = anthropic.Anthropic(base_url=options.base_url, api_key=options.api_key or "none",
+                                           max_retries=0, timeout=options.timeout_s)
+        self._on_retry = on_retry
+
+    def request(self, messages: list[Message], tools: Toolset) -> dict[str, Any]:
+        o = self.options
+        system = "\n\n".join(m.text for m in messages if m.role == "system")
+        body: dict[str, Any] = {"model": o.model, "max_tokens": o.max_output_tokens,
+                                "messages": to_anthropic_messages(messages)}
+        if system:
+            body["system"] = system
+        if tools.names():
+            body["tools"] = anthropic_tools(tools)
+            choice: dict[str, Any] = ({"type": o.tool_choice} if o.tool_choice in ("auto", "any", "none")
+                                      else {"type": "tool", "name": o.tool_choice})
+            if o.parallel_tool_calls is False and choice["type"] != "none":
+                choice["disable_parallel_tool_use"] = True
+            body["tool_choice"] = choice
+        if o.temperature is not None:
+            body["temperature"] = o.temperature
+        return body
+
+    def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
+        body = self.request(messages, tools)
+        start = time.monotonic()
+        response = call_with_retries(lambda: self._create(body), self.options.retry, cancel=cancel,
+                                     on_retry=self._on_retry)
+        turn = parse_response(response)
+        turn.latency_s = time.monotonic() - start
+        return turn
+
+    def _create(self, body: dict[str, Any]) -> Any:
+        an = self._anthropic
+        try:
+            return self._client.messages.create(**body)
+        except an.APIStatusError as e:
+            status = e.status_code
+            if status in (429, 529) or status >= 500:
+                after = e.response.headers.get("retry-after")
+                raise Transient(f"HTTP {status}", status, float(after) if after and after.isdigit() else None) \
+                    from None
+            what = FATAL_STATUSES.get(status, "request failed")
+            raise ProviderError(f"{self.name}: HTTP {status} {what}: {str(e.message)[:300]}", status=status) \
+                from None
+        except an.APITimeoutError:
+            raise Transient("timed out") from None
+        except an.APIConnectionError as e:
+            raise Transient(f"connection failed: {e.__cause__ or e}") from None
+
+
+def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """User/assistant alternation; tool results of one assistant turn go together in the next user message."""
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        if m.role == "system":
+            continue
+        if m.role == "user":
+            add("user", [{"type": "text", "text": m.text}])
+        elif m.role == "assistant":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.text}] if m.text else []
+            for c in m.tool_calls:
+                blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _as_object(c.arguments)})
+            add("assistant", blocks or [{"type": "text", "text": "(no text)"}])
+        else:
+            add("user", [{"type": "tool_result", "tool_use_id": m.call_id, "content": m.text,
+                          "is_error": m.is_error}])
+    return out
+
+
+def _as_object(arguments: str) -> dict[str, Any]:
+    """tool_use.input must be an object; broken JSON from a model is kept as a string field for the record."""
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError:
+        return {"_unparsed": arguments}
+    return value if isinstance(value, dict) else {"_unparsed": arguments}
+
+
+def parse_response(response: Any) -> Turn:
+    content = getattr(response, "content", None)
+    if content is None:
+        raise ProviderError("the model server returned no content", fatal=True)
+    text, calls = [], []
+    for block in content:
+        if block.type == "text":
+            text.append(block.text)
+        elif block.type == "tool_use":
+            calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input)))
+    u = response.usage
+    usage = Usage(u.input_tokens or 0, u.output_tokens or 0, getattr(u, "cache_read_input_tokens", 0) or 0) if u \
+        else Usage()
+    raw = response.model_dump() if hasattr(response, "model_dump") else None
+    return Turn(text="\n".join(text), tool_calls=calls, usage=usage, finish_reason=response.stop_reason or "end_turn",
+                raw=raw)

@@ -1,0 +1,140 @@
+"""Any OpenAI-compatible Chat Completions endpoint (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp server) through the
+official `openai` SDK. The SDK's own retries are off: transient faults are retried by `retry.call_with_retries`."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..tools.base import Toolset
+from ..tools.schemas import openai_tools
+from .base import Message, ProviderError, ToolCall, Turn, Usage
+from .retry import FATAL_STATUSES, RetryPolicy, Transient, call_with_retries
+
+
+@dataclass
+class OpenAIOptions:
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    strict: bool = False
+    parallel_tool_calls: bool | None = None
+    tool_choice: str = "auto"  # auto | required | none | <tool name>
+    temperature: float | None = None
+    seed: int | None = None
+    max_output_tokens: int | None = 4096
+    timeout_s: float = 120.0
+    retry: RetryPolicy = RetryPolicy()
+
+
+class OpenAIChatModel:
+    def __init__(self, options: OpenAIOptions, *, on_retry=None):
+        import openai
+
+        self.options = options
+        self.name = f"openai:{options.model}"
+        self._openai = openai
+        self._client = openai.OpenAI(base_url=options.base_url, api_key=options.api_key or "none", max_retries=0,
+                                     timeout=options.timeout_s)
+        self._on_retry = on_retry
+
+    def request(self, messages: list[Message], tools: Toolset) -> dict[str, Any]:
+        """The Chat Completions request body (also what the trace records)."""
+        o = self.options
+        body: dict[str, Any] = {"model": o.model, "messages": to_openai_messages(messages)}
+        if tools.names():
+            body["tools"] = openai_tools(tools, strict=o.strict)
+            if o.tool_choice in ("auto", "required", "none"):
+                body["tool_choice"] = o.tool_choice
+            else:
+                body["tool_choice"] = {"type": "function", "function": {"name": o.tool_choice}}
+            if o.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = o.parallel_tool_calls
+        for key, value in (("temperature", o.temperature), ("seed", o.seed), ("max_tokens", o.max_output_tokens)):
+            if value is not None:
+                body[key] = value
+        return body
+
+    def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
+        body = self.request(messages, tools)
+        start = time.monotonic()
+        response = call_with_retries(lambda: self._create(body), self.options.retry, cancel=cancel,
+                                     on_retry=self._on_retry)
+        turn = parse_response(response)
+        turn.latency_s = time.monotonic() - start
+        return turn
+
+    def _create(self, body: dict[str, Any]) -> Any:
+        oa = self._openai
+        try:
+            return self._client.chat.completions.create(**body)
+        except oa.APIStatusError as e:
+            status = e.status_code
+            if status == 429 or status >= 500:
+                return _raise_transient(f"HTTP {status}", status, e.response.headers.get("retry-after"))
+            what = FATAL_STATUSES.get(status, "request failed")
+            raise ProviderError(f"{self.name}: HTTP {status} {what}: {_short(e.message)}", status=status) from None
+        except oa.APITimeoutError:
+            raise Transient("timed out") from None
+        except oa.APIConnectionError as e:
+            raise Transient(f"connection failed: {e.__cause__ or e}") from None
+        except oa.APIResponseValidationError as e:
+            raise Transient(f"unreadable response: {_short(str(e))}") from None
+
+
+def _raise_transient(reason: str, status: int, retry_after: str | None) -> Any:
+    after = None
+    if retry_after:
+        try:
+            after = max(0.0, float(retry_after))
+        except ValueError:
+            after = None
+    raise Transient(reason, status, after)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role in ("system", "user"):
+            out.append({"role": m.role, "content": m.text})
+        elif m.role == "assistant":
+            msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+            if m.tool_calls:
+                msg["tool_calls"] = [{"id": c.id, "type": "function",
+                                      "function": {"name": c.name, "arguments": c.arguments}} for c in m.tool_calls]
+            out.append(msg)
+        else:
+            out.append({"role": "tool", "tool_call_id": m.call_id, "content": m.text})
+    return out
+
+
+def parse_response(response: Any) -> Turn:
+    """A Turn from a ChatCompletion; a response without choices is a transient fault (garbage from the server)."""
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise ProviderError("the model server returned no choices", fatal=True)
+    choice = choices[0]
+    msg = choice.message
+    calls = []
+    for i, tc in enumerate(msg.tool_calls or []):
+        fn = getattr(tc, "function", None)
+        if fn is None:
+            continue
+        args = fn.arguments if isinstance(fn.arguments, str) else json.dumps(fn.arguments)
+        calls.append(ToolCall(id=tc.id or f"call_{i}", name=fn.name or "", arguments=args or ""))
+    usage = Usage()
+    if response.usage:
+        u = response.usage
+        details = getattr(u, "prompt_tokens_details", None)
+        usage = Usage(u.prompt_tokens or 0, u.completion_tokens or 0,
+                      (getattr(details, "cached_tokens", 0) or 0) if details else 0)
+    raw = response.model_dump() if hasattr(response, "model_dump") else None
+    return Turn(text=msg.content or "", tool_calls=calls, usage=usage, finish_reason=choice.finish_reason or "stop",
+                raw=raw)

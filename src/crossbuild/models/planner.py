@@ -1,0 +1,225 @@
+"""The offline planner: a deterministic policy that speaks the same tool-calling protocol as an LLM. It asks
+build_status for the build system and its standard recipe, runs the steps, and when a step fails applies the
+structured actions of the knowledge-base entries attached to the result, then starts again — until the verifier
+passes or it runs out of ideas, and then it says plainly what blocked it. It is the baseline every model is
+compared against."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..tools.base import Toolset
+from .base import Message, ToolCall, Turn
+
+MAX_ATTEMPTS = 6  # configure/build cycles, each after applying at least one new fix
+BUILD_TIMEOUT_S = 3600
+ARG_KIND = {"cmake": "cmake_args", "meson": "meson_args", "autotools": "configure_args",
+            "configure": "configure_args", "make": "make_args"}
+
+
+@dataclass
+class PlannerState:
+    phase: str = "start"  # start | steps | finishing | done
+    system: str | None = None
+    recipe: list[dict[str, Any]] = field(default_factory=list)
+    output_dir: str = "build"
+    step: int = 0
+    attempts: int = 0
+    extra: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in (
+        "cmake_args", "meson_args", "configure_args", "make_args")})
+    applied: set[str] = field(default_factory=set)
+    pending_edits: list[dict[str, Any]] = field(default_factory=list)
+    pending_deps: list[str] = field(default_factory=list)
+    pending_switch: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    blocked_reason: str = ""
+
+
+class Planner:
+    name = "planner"
+
+    def __init__(self, max_attempts: int = MAX_ATTEMPTS):
+        self.max_attempts = max_attempts
+        self.state = PlannerState()
+        self._n = 0
+
+    # ---- protocol -------------------------------------------------------------------------------------------
+
+    def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
+        self.tools = tools
+        results = _last_results(messages)
+        for r in results:
+            self._observe(r)
+        return self._decide()
+
+    def _call(self, name: str, **arguments: Any) -> Turn:
+        self._n += 1
+        args = {k: v for k, v in arguments.items() if v is not None}
+        return Turn(tool_calls=[ToolCall(id=f"planner-{self._n}", name=name, arguments=json.dumps(args))],
+                    finish_reason="tool_calls")
+
+    def _finish(self, status: str, summary: str) -> Turn:
+        self.state.phase = "done"
+        out = self.state.output_dir if status == "built" else None
+        return self._call("finish", status=status, summary=summary, output_dir=out)
+
+    # ---- policy ---------------------------------------------------------------------------------------------
+
+    def _decide(self) -> Turn:
+        s = self.state
+        if s.phase == "start":
+            return self._call("build_status")
+        if s.phase == "done":
+            return Turn(text="The planner has nothing more to do.")
+        if s.phase == "blocked":
+            tried = f" Tried: {'; '.join(s.notes)}." if s.notes else ""
+            return self._finish("blocked", s.blocked_reason + tried)
+        if s.pending_switch:
+            system, s.pending_switch = s.pending_switch, None
+            s.phase = "switching"
+            return self._call("build_status", system=system)
+        if s.pending_deps:
+            return self._call("build_dependency", name=s.pending_deps.pop(0))
+        if s.pending_edits:
+            e = s.pending_edits.pop(0)
+            return self._call("edit_file", path=e["path"], edits=[{"old": e["old"], "new": e["new"]}])
+        if s.phase == "steps":
+            if s.step >= len(s.recipe):
+                s.phase = "finishing"
+                summary = f"{s.system} build with the standard recipe"
+                if s.notes:
+                    summary += "; " + "; ".join(s.notes)
+                return self._finish("built", summary)
+            step = s.recipe[s.step]
+            return self._call("run_command", command=shlex.join(self._argv(step)), cwd=step["cwd"],
+                              env=dict(s.env) or None, timeout=BUILD_TIMEOUT_S)
+        return self._finish("blocked", "the planner lost track of its plan (unexpected state)")
+
+    def _argv(self, step: dict[str, Any]) -> list[str]:
+        argv = list(step["argv"])
+        s = self.state
+        if step["phase"] == "configure":
+            argv += s.extra["cmake_args"] if s.system == "cmake" else \
+                s.extra["meson_args"] if s.system == "meson" else s.extra["configure_args"]
+        elif argv and argv[0] == "make" and step["phase"] in ("build", "check", "install"):
+            argv += s.extra["make_args"]
+        return argv
+
+    def _observe(self, result: Message) -> None:
+        s = self.state
+        data = result.data
+        if result.name == "build_status" and s.phase == "switching":
+            if result.is_error or not data.get("recipe"):
+                s.phase = "blocked"
+                s.blocked_reason = f"could not switch build system: {result.text.splitlines()[0][:200]}"
+                return
+            s.system, s.recipe, s.step = data["build_system"], data["recipe"], 0
+            s.output_dir = data.get("output_dir", "build")
+            s.phase = "steps"
+            return
+        if result.name == "build_status" and s.phase == "start":
+            s.system = data.get("build_system")
+            s.recipe = data.get("recipe") or []
+            s.output_dir = data.get("output_dir", "build")
+            if not s.recipe:
+                s.phase = "blocked"
+                s.blocked_reason = f"no build system found ({s.system})"
+                return
+            s.phase = "steps"
+            return
+        if result.name == "finish" and result.is_error:
+            reasons = data.get("verify", {}).get("reasons") or [result.text[:500]]
+            s.phase = "blocked"
+            s.blocked_reason = "the build finished but was not verified: " + "; ".join(reasons[:5])
+            return
+        if result.name in ("build_dependency", "edit_file"):
+            if result.is_error:
+                s.notes.append(f"{result.name} failed: {result.text.splitlines()[0][:200]}")
+            return
+        if result.name != "run_command" or s.phase != "steps":
+            return
+        if not result.is_error:
+            s.step += 1
+            return
+        step = s.recipe[s.step]
+        if step["phase"] == "check":  # test programs that do not build are not the product: skip, say so
+            s.notes.append(f"skipped `{shlex.join(step['argv'])}` (test programs failed to build)")
+            s.step += 1
+            return
+        if self._apply_fixes(data.get("kb") or []):
+            s.attempts += 1
+            if s.attempts > self.max_attempts:
+                s.phase = "blocked"
+                s.blocked_reason = f"still failing after {self.max_attempts} rounds of fixes"
+                return
+            s.step = _restart_index(s.recipe) if s.step >= _restart_index(s.recipe) else s.step
+            return
+        s.phase = "blocked"
+        first = result.text.splitlines()[0][:200]
+        attached = ", ".join(k["id"] for k in data.get("kb") or []) or "none"
+        s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); knowledge-base entries attached: "
+                                f"{attached}; no fix left that the planner can apply. Full log: {data.get('log')}")
+
+    def _apply_fixes(self, kb_entries: list[dict[str, Any]]) -> bool:
+        s = self.state
+        applied_any = False
+        for entry in kb_entries:
+            for action in entry.get("actions", []):
+                key = json.dumps(action, sort_keys=True)
+                if key in s.applied or (action.get("when") and action["when"] != s.system):
+                    continue
+                kind = action["kind"]
+                if kind in ("cmake_args", "meson_args", "configure_args", "make_args"):
+                    if ARG_KIND.get(s.system or "") != kind and kind != "make_args":
+                        continue
+                    s.extra[kind] += action.get("args", [])
+                elif kind == "cache_vars" and s.system in ("autotools", "configure"):
+                    s.extra["configure_args"] += action.get("args", [])
+                elif kind == "env":
+                    s.env.update(dict(a.split("=", 1) for a in action.get("args", []) if "=" in a))
+                elif kind == "switch_system" and action.get("system") != s.system:
+                    s.pending_switch = action["system"]
+                elif kind == "patch":
+                    s.pending_edits.append({"path": f"src/{action['file']}", "old": action["old"],
+                                            "new": action["new"]})
+                elif kind == "dependency" and "build_dependency" in self.tools:
+                    s.pending_deps.append(action["name"])
+                else:
+                    continue
+                s.applied.add(key)
+                s.notes.append(f"applied {entry['id']}: {_describe(action)}")
+                applied_any = True
+        return applied_any
+
+
+def _describe(action: dict[str, Any]) -> str:
+    kind = action["kind"]
+    if kind.endswith("_args") or kind == "cache_vars":
+        return f"{kind} {' '.join(action.get('args', []))}"
+    if kind == "dependency":
+        return f"cross-build dependency {action['name']} into the prefix"
+    if kind == "patch":
+        return f"patch src/{action['file']}"
+    return kind
+
+
+def _restart_index(recipe: list[dict[str, Any]]) -> int:
+    """Start again from configuring (prepare steps such as autoreconf are kept)."""
+    for i, step in enumerate(recipe):
+        if step["phase"] == "configure":
+            return i
+    return 0
+
+
+def _last_results(messages: list[Message]) -> list[Message]:
+    out: list[Message] = []
+    for m in reversed(messages):
+        if m.role != "tool":
+            break
+        out.append(m)
+    return list(reversed(out))

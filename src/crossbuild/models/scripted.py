@@ -1,0 +1,42 @@
+"""A model that plays back scripted turns: for tests, and to replay a recorded run from the trace."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+from ..tools.base import Toolset
+from .base import Message, ToolCall, Turn, Usage
+
+
+class ScriptedModel:
+    def __init__(self, turns: list[Turn], name: str = "scripted"):
+        self.turns = list(turns)
+        self.name = name
+        self.requests: list[list[Message]] = []  # what the loop sent, for assertions
+
+    def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
+        self.requests.append(list(messages))
+        if not self.turns:
+            return Turn(text="(the script has no more turns)", usage=Usage())
+        return self.turns.pop(0)
+
+    def assert_complete(self) -> None:
+        assert not self.turns, f"{len(self.turns)} scripted turns were never used"
+
+    @classmethod
+    def from_trace(cls, db_path: str | Path, run_id: str) -> ScriptedModel:
+        """The model turns of a recorded run, in order: replaying them reproduces its tool calls."""
+        db = sqlite3.connect(str(db_path))
+        try:
+            rows = db.execute("SELECT text, tool_calls_json FROM model_calls WHERE run_id=? AND error IS NULL "
+                              "ORDER BY id", (run_id,)).fetchall()
+        finally:
+            db.close()
+        if not rows:
+            raise ValueError(f"run {run_id} has no recorded model calls in {db_path}")
+        turns = [Turn(text=text or "", tool_calls=[ToolCall(**c) for c in json.loads(calls or "[]")])
+                 for text, calls in rows]
+        return cls(turns, name=f"replay:{run_id}")
