@@ -83,6 +83,8 @@ class AnthropicChatModel:
             raise Transient("timed out") from None
         except an.APIConnectionError as e:
             raise Transient(f"connection failed: {e.__cause__ or e}") from None
+        except (an.APIResponseValidationError, json.JSONDecodeError) as e:
+            raise Transient(f"unreadable response from the server: {str(e)[:300]}") from None
 
 
 def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:

@@ -81,8 +81,8 @@ class OpenAIChatModel:
             raise Transient("timed out") from None
         except oa.APIConnectionError as e:
             raise Transient(f"connection failed: {e.__cause__ or e}") from None
-        except oa.APIResponseValidationError as e:
-            raise Transient(f"unreadable response: {_short(str(e))}") from None
+        except (oa.APIResponseValidationError, json.JSONDecodeError) as e:
+            raise Transient(f"unreadable response from the server: {_short(str(e))}") from None
 
 
 def _raise_transient(reason: str, status: int, retry_after: str | None) -> Any:

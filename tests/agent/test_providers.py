@@ -1,0 +1,166 @@
+"""The OpenAI-compatible and Anthropic paths over real HTTP (the official SDKs against a local fake server):
+pairing of every call with one result, retries, fatal statuses, budgets, stuck and permission loops."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from crossbuild.agent import Agent, Budgets
+from crossbuild.models.anthropic_chat import AnthropicChatModel, AnthropicOptions
+from crossbuild.models.openai_chat import OpenAIChatModel, OpenAIOptions
+from crossbuild.models.retry import RetryPolicy
+
+from .fake_provider import FakeProvider, Reply, calls
+
+PROVIDERS = ["openai", "anthropic"]
+FAST_RETRY = RetryPolicy(max_attempts=4, base_delay_s=0.01, max_delay_s=0.05, budget_s=5)
+
+
+def make_model(provider: str, url: str, **kw):
+    if provider == "openai":
+        return OpenAIChatModel(OpenAIOptions(model="gpt-4o-mini", base_url=url + "/v1", api_key="sk-test",
+                                             retry=kw.pop("retry", FAST_RETRY), **kw))
+    return AnthropicChatModel(AnthropicOptions(model="claude-haiku-4-5", base_url=url, api_key="sk-test",
+                                               retry=kw.pop("retry", FAST_RETRY), **kw))
+
+
+def _tool_results(provider: str, request: dict) -> list[tuple[str, bool, str]]:
+    """(call id, is_error, text) of the tool results in the last message(s) of a request, in order."""
+    if provider == "openai":
+        tail = []
+        for m in reversed(request["messages"]):
+            if m["role"] != "tool":
+                break
+            tail.append((m["tool_call_id"], m["content"].startswith("Error ("), m["content"]))
+        return list(reversed(tail))
+    last = request["messages"][-1]
+    return [(b["tool_use_id"], b["is_error"], b["content"]) for b in last["content"] if b["type"] == "tool_result"]
+
+
+def _assistant_call_ids(provider: str, request: dict) -> list[str]:
+    if provider == "openai":
+        msg = [m for m in request["messages"] if m["role"] == "assistant"][-1]
+        return [c["id"] for c in msg["tool_calls"]]
+    msg = [m for m in request["messages"] if m["role"] == "assistant"][-1]
+    return [b["id"] for b in msg["content"] if b["type"] == "tool_use"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_parallel_broken_and_unknown_calls_each_get_one_result_then_a_verified_build(provider, ctx, trace):
+    script = [
+        calls(("list_files", {"path": "src", "depth": 1}), ("read_file", '{"path": "src/CMakeLists.txt"'),
+              ("bash", {"command": "id"}), ("build_status", {})),
+        calls(("run_command", {"command": "cmake -S src -B build -DCMAKE_BUILD_TYPE=Release"})),
+        calls(("run_command", {"command": "cmake --build build -j2"})),
+        calls(("finish", {"status": "built", "summary": "built with CMake", "output_dir": "build"})),
+    ]
+    with FakeProvider(script) as fake:
+        outcome = Agent(make_model(provider, fake.base_url, parallel_tool_calls=True), ctx, source="libcalc",
+                        trace=trace).run()
+    assert outcome.status == "verified", outcome.message
+    second = fake.requests[1]
+    results = _tool_results(provider, second)
+    assert [r[0] for r in results] == _assistant_call_ids(provider, second)  # one result per call, same order
+    assert [r[1] for r in results] == [False, True, True, False]
+    assert "unknown_tool" in results[2][2] and "run_command" in results[2][2]
+    assert ("invalid_json" if provider == "openai" else "invalid_arguments") in results[1][2]
+    assert outcome.usage.input_tokens == 4000 and outcome.usage.cached_tokens == 800
+    if provider == "openai":
+        assert fake.requests[0]["parallel_tool_calls"] is True
+        assert {t["function"]["name"] for t in fake.requests[0]["tools"]} >= {"run_command", "finish"}
+    else:
+        assert fake.paths[0] == "/v1/messages" and "system" in fake.requests[0]
+    rows = trace.db.execute("SELECT count(*) FROM tool_calls WHERE run_id=?", (outcome.run_id,)).fetchone()[0]
+    assert rows == 7
+    run = trace.db.execute("SELECT status, stop_reason, input_tokens FROM runs WHERE id=?",
+                           (outcome.run_id,)).fetchone()
+    assert tuple(run) == ("verified", "verified", 4000)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_rate_limit_then_success_is_invisible_to_the_model(provider, ctx, trace):
+    script = [Reply(status=429, headers={"retry-after": "0"}),
+              calls(("build_status", {})),
+              calls(("finish", {"status": "blocked", "summary": "just testing"}))]
+    with FakeProvider(script) as fake:
+        outcome = Agent(make_model(provider, fake.base_url), ctx, trace=trace).run()
+    assert outcome.stop_reason == "gave_up" and outcome.message == "just testing"
+    assert len(fake.requests) == 3
+    seen_by_model = json.dumps(fake.requests[2]["messages"])
+    assert "scripted 429" not in seen_by_model and "429" not in seen_by_model
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_500_storm_spends_the_retry_budget_and_stops_the_run(provider, ctx, trace):
+    status = 500 if provider == "openai" else 529
+    with FakeProvider(lambda n, body: Reply(status=status)) as fake:
+        outcome = Agent(make_model(provider, fake.base_url), ctx, trace=trace).run()
+    assert outcome.stop_reason == "provider_error" and outcome.status == "failed"
+    assert "retry budget spent" in outcome.message and len(fake.requests) == FAST_RETRY.max_attempts
+    err = trace.db.execute("SELECT error FROM model_calls WHERE run_id=?", (outcome.run_id,)).fetchone()[0]
+    assert "retry budget" in err
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_payment_required_stops_at_once(provider, ctx, trace):
+    with FakeProvider(lambda n, body: Reply(status=402)) as fake:
+        outcome = Agent(make_model(provider, fake.base_url), ctx, trace=trace).run()
+    assert outcome.stop_reason == "provider_error" and "402" in outcome.message and "payment" in outcome.message
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_garbage_and_timeouts_are_provider_errors_not_crashes(provider, ctx, trace):
+    with FakeProvider(lambda n, body: Reply(body="<html>bad gateway</html>")) as fake:
+        outcome = Agent(make_model(provider, fake.base_url), ctx, trace=trace).run()
+    assert outcome.stop_reason == "provider_error", outcome.message
+
+    def slow(n, body):
+        time.sleep(1.5)
+        return Reply(text="late")
+
+    with FakeProvider(slow) as fake:
+        retry = RetryPolicy(max_attempts=2, base_delay_s=0.01, budget_s=5)
+        outcome = Agent(make_model(provider, fake.base_url, timeout_s=0.3, retry=retry), ctx, trace=trace).run()
+    assert outcome.stop_reason == "provider_error" and "timed out" in outcome.message
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_model_that_never_stops_hits_the_step_budget(provider, ctx, trace):
+    with FakeProvider(lambda n, body: calls(("list_files", {"path": "src", "depth": n % 6 + 1}),
+                                            ("read_file", {"path": "src/CMakeLists.txt", "offset": n + 1}))) as fake:
+        outcome = Agent(make_model(provider, fake.base_url), ctx, trace=trace, budgets=Budgets(max_steps=5)).run()
+    assert outcome.stop_reason == "budget_steps" and outcome.steps == 5 and len(fake.requests) == 5
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_model_that_repeats_itself_is_nudged_then_stopped_as_stuck(provider, ctx, trace):
+    with FakeProvider(lambda n, body: calls(("run_command", {"command": "cmake -S src/nope -B build"}))) as fake:
+        outcome = Agent(make_model(provider, fake.base_url), ctx, trace=trace).run()
+    assert outcome.stop_reason == "stuck", outcome.message
+    nudged = [r for req in fake.requests for r in _tool_results(provider, req) if "no progress" in r[2]]
+    assert nudged, "the model must be nudged before the run stops"
+    assert len(fake.requests) < 8
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_model_that_keeps_trying_dotdot_is_a_permission_loop(provider, ctx, trace):
+    paths = ["../../etc/passwd", "src/../../../etc/shadow", "/etc/passwd", "../prefix"]
+    with FakeProvider(lambda n, body: calls(("read_file", {"path": paths[n % 4]}))) as fake:
+        outcome = Agent(make_model(provider, fake.base_url), ctx, trace=trace).run()
+    assert outcome.stop_reason == "permission_loop" and len(fake.requests) == 3
+    assert "root:" not in json.dumps(fake.requests)
+
+
+def test_openai_strict_schemas_and_named_tool_choice_reach_the_server(ctx, trace):
+    script = [calls(("finish", {"status": "blocked", "summary": "x", "output_dir": None}))]
+    with FakeProvider(script) as fake:
+        Agent(make_model("openai", fake.base_url, strict=True, tool_choice="required", seed=7, temperature=0.0),
+              ctx, trace=trace).run()
+    body = fake.requests[0]
+    assert body["tool_choice"] == "required" and body["seed"] == 7 and body["temperature"] == 0.0
+    fn = next(t["function"] for t in body["tools"] if t["function"]["name"] == "read_file")
+    assert fn["strict"] is True and fn["parameters"]["required"] == ["path", "offset", "limit"]
