@@ -48,6 +48,7 @@ def _assistant_call_ids(provider: str, request: dict) -> list[str]:
     return [b["id"] for b in msg["content"] if b["type"] == "tool_use"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_parallel_broken_and_unknown_calls_each_get_one_result_then_a_verified_build(provider, ctx, trace):
     script = [

@@ -354,19 +354,23 @@ class Agent:
 
     def _compact(self) -> None:
         """Keep the conversation within the model's context: old tool outputs shrink to their first line and the
-        log path (the logs stay on disk)."""
+        log path (the logs stay on disk). The latest results stay whole as long as the budget allows."""
+        budget = self.budgets.context_chars
         total = sum(len(m.text) for m in self.messages)
-        if total <= self.budgets.context_chars:
+        if total <= budget:
             return
-        for m in self.messages[:-COMPACT_KEEP_RECENT]:
-            if m.role == "tool" and not m.data.get("compacted") and len(m.text) > 300:
-                first = m.text.splitlines()[0][:200]
-                log = m.data.get("log")
-                m.text = f"{first}\n[older output compacted" + (f"; full log: {log}]" if log else "]")
-                m.data = {**m.data, "compacted": True}
-                total = sum(len(x.text) for x in self.messages)
-                if total <= self.budgets.context_chars * 0.7:
-                    break
+        tool_messages = [m for m in self.messages if m.role == "tool"]
+        for keep in (COMPACT_KEEP_RECENT, 2):
+            for m in tool_messages[:-keep]:
+                if total <= budget * 0.7:
+                    return
+                if not m.data.get("compacted") and len(m.text) > 300:
+                    first = m.text.splitlines()[0][:200]
+                    log = m.data.get("log")
+                    before = len(m.text)
+                    m.text = f"{first}\n[older output compacted" + (f"; full log: {log}]" if log else "]")
+                    m.data = {**m.data, "compacted": True}
+                    total -= before - len(m.text)
 
 
 def _parsed(raw: str) -> Any:

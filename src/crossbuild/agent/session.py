@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import kb, workspace
 from ..context import RunContext
-from ..models import ModelConfig, make_model
+from ..models import ModelConfig, ScriptedModel, make_model
 from ..targets import Target
 from ..trace import Trace, new_run_id
 from .budgets import Budgets
@@ -47,6 +47,8 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
                             kb=kb.load(), jobs=req.jobs)
     if cancel is not None:
         ctx.cancel = cancel
+    if isinstance(model, ScriptedModel):
+        model.rebase(ctx.root)
     trace = Trace(req.db or default_path())
     config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
               "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix)}

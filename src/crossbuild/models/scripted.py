@@ -12,9 +12,10 @@ from .base import Message, ToolCall, Turn, Usage
 
 
 class ScriptedModel:
-    def __init__(self, turns: list[Turn], name: str = "scripted"):
+    def __init__(self, turns: list[Turn], name: str = "scripted", workspace: str | None = None):
         self.turns = list(turns)
         self.name = name
+        self.workspace = workspace  # where the recorded run worked; rebase() moves its paths to a new workspace
         self.requests: list[list[Message]] = []  # what the loop sent, for assertions
 
     def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
@@ -22,6 +23,16 @@ class ScriptedModel:
         if not self.turns:
             return Turn(text="(the script has no more turns)", usage=Usage())
         return self.turns.pop(0)
+
+    def rebase(self, new_root: str | Path) -> None:
+        """Absolute paths into the recorded run's workspace now point into NEW_ROOT."""
+        if not self.workspace or str(new_root) == self.workspace:
+            return
+        old, new = json.dumps(self.workspace)[1:-1], json.dumps(str(new_root))[1:-1]
+        for turn in self.turns:
+            for call in turn.tool_calls:
+                call.arguments = call.arguments.replace(old, new)
+        self.workspace = str(new_root)
 
     def assert_complete(self) -> None:
         assert not self.turns, f"{len(self.turns)} scripted turns were never used"
@@ -33,10 +44,11 @@ class ScriptedModel:
         try:
             rows = db.execute("SELECT text, tool_calls_json FROM model_calls WHERE run_id=? AND error IS NULL "
                               "ORDER BY id", (run_id,)).fetchall()
+            ws = db.execute("SELECT workspace FROM runs WHERE id=?", (run_id,)).fetchone()
         finally:
             db.close()
         if not rows:
             raise ValueError(f"run {run_id} has no recorded model calls in {db_path}")
         turns = [Turn(text=text or "", tool_calls=[ToolCall(**c) for c in json.loads(calls or "[]")])
                  for text, calls in rows]
-        return cls(turns, name=f"replay:{run_id}")
+        return cls(turns, name=f"replay:{run_id}", workspace=ws[0] if ws else None)
