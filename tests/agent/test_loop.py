@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+
 from crossbuild import runs
 from crossbuild.agent import Agent, Budgets
 from crossbuild.models import HandoverModel, Planner, ScriptedModel, Turn
