@@ -18,7 +18,7 @@ from tests.conftest import EXAMPLE
 
 CROSSBUILD = str(Path(sys.executable).with_name("crossbuild"))
 TOOLS = {"open_workspace", "list_files", "read_file", "write_file", "edit_file", "run_command", "search_knowledge",
-         "build_status", "verify"}
+         "build_dependency", "build_status", "verify"}
 
 
 def _text(result) -> str:
@@ -47,6 +47,8 @@ async def _exercise_every_tool(c: Client) -> None:
     assert not r.is_error and "cmake-package-not-found" in _text(r)
     r = await c.call_tool("build_status", {})
     assert not r.is_error and "build system in src/: cmake" in _text(r)
+    r = await c.call_tool("build_dependency", {"name": "libnosuchthing"})
+    assert r.is_error and "no known source package" in _text(r)
     r = await c.call_tool("verify", {"path": "src", "run_tests": False})
     assert r.is_error and "NOT VERIFIED" in _text(r)
 

@@ -7,6 +7,7 @@ import itertools
 import os
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,6 +46,10 @@ class RunContext:
     jobs: int = field(default_factory=lambda: os.cpu_count() or 2)  # parallel build jobs for recipes
     cancel: threading.Event = field(default_factory=threading.Event)
     commands: list[CommandRecord] = field(default_factory=list)
+    install_prefix: Path | None = None  # where the project installs (a dependency: the per-target prefix)
+    destdir: Path | None = None  # staged install (DESTDIR) of a dependency, moved into the prefix afterwards
+    dependency_builder: Callable[[str, str | None], Any] | None = None  # set by the agent layer
+    depth: int = 0  # 0 for the project, 1 for its dependencies, ...
     _log_seq: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
     _path_locks: defaultdict[str, threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock),
                                                            repr=False)

@@ -167,7 +167,11 @@ class CrossbuildMCP:
             if not (root / "src").is_dir():
                 raise ValueError(f"{root} is not a crossbuild workspace (it has no src/ folder); pass the project "
                                  "as source to copy it into a new workspace")
-        return RunContext.create(root, target, sandbox_backend=self.sandbox_backend, kb=self.knowledge)
+        from .agent.dependencies import DependencyBuilder
+
+        ctx = RunContext.create(root, target, sandbox_backend=self.sandbox_backend, kb=self.knowledge)
+        ctx.dependency_builder = DependencyBuilder(ctx)  # the same planner-driven dependency builds as the CLI
+        return ctx
 
 
 def to_mcp_result(result: ToolResult) -> types.CallToolResult:

@@ -6,6 +6,7 @@ Steps are data (argv + working folder relative to the workspace), so the verifie
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,10 +55,22 @@ def output_dir(system: str, *, source: str = "src", build: str = "build") -> str
 
 
 def steps_for(system: str, toolchain: Toolchain, *, source: str = "src", build: str = "build",
-              jobs: int | None = None) -> list[BuildStep]:
-    """Configure, build and install steps for `system`, relative to the toolchain's workspace."""
-    jobs = jobs or os.cpu_count() or 2
-    stage = str(toolchain.workspace / "install")
+              jobs: int | None = None, install_prefix: str | Path | None = None,
+              destdir: str | Path | None = None) -> list[BuildStep]:
+    """Configure, build and install steps for `system`, relative to the toolchain's workspace. By default the
+    project installs into <workspace>/install; a dependency is configured for its final prefix and installed
+    into DESTDIR, to be moved into the prefix under a lock."""
+    steps = _steps(system, toolchain, source, build, jobs or os.cpu_count() or 2,
+                   str(install_prefix or toolchain.workspace / "install"))
+    if destdir is not None:
+        # the environment for CMake and Meson; an argument too for make (a Makefile's `DESTDIR =` beats the env)
+        steps = [dataclasses.replace(s, env=(("DESTDIR", str(destdir)),),
+                                     argv=s.argv + ((f"DESTDIR={destdir}",) if s.argv[0] == "make" else ()))
+                 if s.phase == "install" else s for s in steps]
+    return steps
+
+
+def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int, stage: str) -> list[BuildStep]:
     src_abs = toolchain.workspace / source
     if system == "cmake":
         return [

@@ -146,7 +146,8 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
     env = fresh.env.as_dict()
     for i, step in enumerate(steps):
         argv = [a.replace(str(original_ws), str(fresh_ws)) for a in step.argv]
-        res = box.run(argv, cwd=fresh_ws / step.cwd, env={**env, **dict(step.env)},
+        step_env = {k: v.replace(str(original_ws), str(fresh_ws)) for k, v in step.env}
+        res = box.run(argv, cwd=fresh_ws / step.cwd, env={**env, **step_env},
                       log_path=fresh.logs / f"rebuild-{i + 1}.log")
         if not res.ok:
             return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
@@ -155,8 +156,9 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
         rel_root = root.relative_to(original_ws)
     except ValueError:
         rel_root = Path(".")
-    rebuilt = {a.path for a in scan_tree(fresh_ws / rel_root).artifacts}
-    original = {a.path for a in scan_tree(root).artifacts}
+    linked = ("executable", "shared_library", "static_library", "import_library")  # objects are intermediate
+    rebuilt = {a.path for a in scan_tree(fresh_ws / rel_root).artifacts if a.kind in linked}
+    original = {a.path for a in scan_tree(root).artifacts if a.kind in linked}
     missing = sorted(original - rebuilt)
     ok = bool(rebuilt) and not missing
     return {"ok": ok, "steps": [str(s) for s in steps], "workspace": str(fresh_ws), "artifacts": len(rebuilt),

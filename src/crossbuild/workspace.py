@@ -4,6 +4,7 @@ a git URL or `debian:NAME[=VERSION]`. The original source is never modified.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -174,13 +175,20 @@ def _from_debian(spec: str, ws: Workspace) -> None:
     dsc = sorted(cache.glob("*.dsc")) if cache.exists() else []
     if not dsc:
         cache.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run(["apt-get", *_apt_options(), "source", "--download-only",
-                            f"{name}={version}" if version else name], cwd=cache, capture_output=True, text=True,
-                           timeout=1800)
+        r = _apt_source(f"{name}={version}" if version else name, cache)
+        if r.returncode != 0 and not version:
+            # the index can name a version whose files the mirror no longer serves (a superseded security
+            # update): fall back to the newest version that downloads, and say which one was used
+            for other in _served_versions(name)[::-1]:
+                shutil.rmtree(cache, ignore_errors=True)
+                cache.mkdir(parents=True)
+                r = _apt_source(f"{name}={other}", cache)
+                if r.returncode == 0:
+                    break
         if r.returncode != 0:
             shutil.rmtree(cache, ignore_errors=True)
             served = _served_versions(name)
-            hint = f" The archive serves: {', '.join(served)}." if served else ""
+            hint = f" The archive lists: {', '.join(served)}." if served else ""
             raise SourceError(f"cannot download Debian source {spec}: {r.stderr.strip()[-300:]}{hint}")
         dsc = sorted(cache.glob("*.dsc"))
     r = subprocess.run(["dpkg-source", "--no-check", "-x", str(dsc[-1]), str(ws.src)], capture_output=True,
@@ -189,6 +197,19 @@ def _from_debian(spec: str, ws: Workspace) -> None:
         raise SourceError(f"dpkg-source -x {dsc[-1].name} failed: {r.stderr.strip()[-400:]}")
 
 
+def _apt_source(spec: str, cache: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["apt-get", *_apt_options(), "source", "--download-only", spec], cwd=cache,
+                          capture_output=True, text=True, timeout=1800)
+
+
 def _served_versions(name: str) -> list[str]:
+    """The versions the archive index lists, oldest first (Debian version order)."""
     r = subprocess.run(["apt-cache", *_apt_options(), "showsrc", name], capture_output=True, text=True)
-    return sorted({line.split(":", 1)[1].strip() for line in r.stdout.splitlines() if line.startswith("Version:")})
+    versions = {line.split(":", 1)[1].strip() for line in r.stdout.splitlines() if line.startswith("Version:")}
+    return sorted(versions, key=functools.cmp_to_key(_compare_versions))
+
+
+def _compare_versions(a: str, b: str) -> int:
+    if subprocess.run(["dpkg", "--compare-versions", a, "lt", b]).returncode == 0:
+        return -1
+    return 0 if a == b else 1

@@ -14,6 +14,7 @@ from ..models import ModelConfig, ScriptedModel, make_model
 from ..targets import Target
 from ..trace import Trace, new_run_id
 from .budgets import Budgets
+from .dependencies import DependencyBuilder
 from .events import Event, EventSink, ignore
 from .loop import Agent, RunOutcome
 
@@ -50,6 +51,7 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
     if isinstance(model, ScriptedModel):
         model.rebase(ctx.root)
     trace = Trace(req.db or default_path())
+    ctx.dependency_builder = DependencyBuilder(ctx, trace=trace, on_event=on_event)
     config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
               "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix)}
     try:

@@ -7,6 +7,7 @@ compared against."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import threading
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ class PlannerState:
     pending_edits: list[dict[str, Any]] = field(default_factory=list)
     pending_deps: list[str] = field(default_factory=list)
     pending_switch: str | None = None
+    pending_disable: list[str] = field(default_factory=list)  # option-name patterns waiting for build_status
+    clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
+    cleaning: bool = False
     env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     blocked_reason: str = ""
@@ -57,10 +61,10 @@ class Planner:
             self._observe(r)
         return self._decide()
 
-    def _call(self, name: str, **arguments: Any) -> Turn:
+    def _call(self, tool: str, /, **arguments: Any) -> Turn:
         self._n += 1
         args = {k: v for k, v in arguments.items() if v is not None}
-        return Turn(tool_calls=[ToolCall(id=f"planner-{self._n}", name=name, arguments=json.dumps(args))],
+        return Turn(tool_calls=[ToolCall(id=f"planner-{self._n}", name=tool, arguments=json.dumps(args))],
                     finish_reason="tool_calls")
 
     def _finish(self, status: str, summary: str) -> Turn:
@@ -79,6 +83,9 @@ class Planner:
         if s.phase == "blocked":
             tried = f" Tried: {'; '.join(s.notes)}." if s.notes else ""
             return self._finish("blocked", s.blocked_reason + tried)
+        if s.pending_disable and s.phase == "steps":
+            s.phase = "options"
+            return self._call("build_status")
         if s.pending_switch:
             system, s.pending_switch = s.pending_switch, None
             s.phase = "switching"
@@ -96,8 +103,12 @@ class Planner:
                     summary += "; " + "; ".join(s.notes)
                 return self._finish("built", summary)
             step = s.recipe[s.step]
+            if s.clean_first and step["phase"] == "configure" and s.system in ("cmake", "meson"):
+                s.clean_first = False
+                s.cleaning = True
+                return self._call("run_command", command="rm -rf build")
             return self._call("run_command", command=shlex.join(self._argv(step)), cwd=step["cwd"],
-                              env=dict(s.env) or None, timeout=BUILD_TIMEOUT_S)
+                              env={**s.env, **step.get("env", {})} or None, timeout=BUILD_TIMEOUT_S)
         return self._finish("blocked", "the planner lost track of its plan (unexpected state)")
 
     def _argv(self, step: dict[str, Any]) -> list[str]:
@@ -122,6 +133,21 @@ class Planner:
             s.output_dir = data.get("output_dir", "build")
             s.phase = "steps"
             return
+        if result.name == "build_status" and s.phase == "options":
+            s.phase = "steps"
+            patterns, s.pending_disable = s.pending_disable, []
+            flag = {"cmake": "-D{}=OFF", "meson": "-D{}=false"}.get(s.system or "")
+            hits = [o for o, v in (data.get("options") or {}).items() if v.upper() in ("ON", "TRUE", "1")
+                    and any(re.search(p, o, re.IGNORECASE) for p in patterns)]
+            if flag and hits:
+                s.extra[ARG_KIND[s.system]] += [flag.format(o) for o in hits]
+                s.notes.append(f"disabled {', '.join(hits)}")
+            elif s.system in ("autotools", "configure"):
+                s.notes.append("no option to disable found; building the library targets only")
+            else:
+                s.phase = "blocked"
+                s.blocked_reason = f"no project option matches {patterns} to disable the failing part"
+            return
         if result.name == "build_status" and s.phase == "start":
             s.system = data.get("build_system")
             s.recipe = data.get("recipe") or []
@@ -143,6 +169,12 @@ class Planner:
             return
         if result.name != "run_command" or s.phase != "steps":
             return
+        if s.cleaning:
+            s.cleaning = False
+            if result.is_error:
+                s.phase = "blocked"
+                s.blocked_reason = f"could not remove the old build folder: {result.text.splitlines()[0][:200]}"
+            return
         if not result.is_error:
             s.step += 1
             return
@@ -158,6 +190,7 @@ class Planner:
                 s.blocked_reason = f"still failing after {self.max_attempts} rounds of fixes"
                 return
             s.step = _restart_index(s.recipe) if s.step >= _restart_index(s.recipe) else s.step
+            s.clean_first = True
             return
         s.phase = "blocked"
         first = result.text.splitlines()[0][:200]
@@ -182,6 +215,8 @@ class Planner:
                     s.extra["configure_args"] += action.get("args", [])
                 elif kind == "env":
                     s.env.update(dict(a.split("=", 1) for a in action.get("args", []) if "=" in a))
+                elif kind == "disable_option" and s.system in ("cmake", "meson"):
+                    s.pending_disable.append(action["pattern"])
                 elif kind == "switch_system" and action.get("system") != s.system:
                     s.pending_switch = action["system"]
                 elif kind == "patch":

@@ -3,6 +3,7 @@ arguments to use) and verify (the foundation's verifier: right architecture, tes
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -76,14 +77,31 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
                  "next: configure and build into build/")
     recipe = []
     if system in recipes.BUILD_SYSTEMS:
-        recipe = [{"argv": list(s.argv), "cwd": s.cwd, "phase": s.phase}
-                  for s in recipes.steps_for(system, tc, jobs=ctx.jobs)]
+        recipe = [{"argv": list(s.argv), "cwd": s.cwd, "phase": s.phase, "env": dict(s.env)}
+                  for s in recipes.steps_for(system, tc, jobs=ctx.jobs, install_prefix=ctx.install_prefix,
+                                             destdir=ctx.destdir)]
+    options = project_options(build)
+    if options:
+        lines.append(f"project options (CMake cache): {', '.join(f'{k}={v}' for k, v in options.items())[:1500]}")
     return ToolResult(ok=True, message="\n".join(lines),
-                      data={"build_system": system, "state": state, "commands": len(ctx.commands),
+                      data={"options": options, "build_system": system, "state": state, "commands": len(ctx.commands),
                             "artifacts": artifacts, "artifacts_for_target": fitting,
                             "output_dir": recipes.output_dir(system) if recipe else "build", "recipe": recipe,
                             "cmake_args": tc.cmake_args(), "meson_args": tc.meson_args(),
                             "configure_args": tc.configure_args()})
+
+
+def project_options(build: Path) -> dict[str, str]:
+    """The project's own on/off options from a configured CMake cache (not CMake's own CMAKE_* ones)."""
+    cache = build / "CMakeCache.txt"
+    if not cache.is_file():
+        return {}
+    out = {}
+    for line in cache.read_text(errors="replace").splitlines():
+        m = re.match(r"^([A-Za-z][A-Za-z0-9_]*):BOOL=(.*)$", line)
+        if m and not m.group(1).startswith(("CMAKE_", "FETCHCONTENT_")):
+            out[m.group(1)] = m.group(2)
+    return out
 
 
 class VerifyArgs(ToolArgs):
