@@ -189,3 +189,37 @@ def test_bench_tools_prints_dispatch_overhead_and_schema_sizes():
     assert "p50" in r.stdout and "µs" in r.stdout
     for name in ("openai", "openai-strict", "anthropic", "mcp"):
         assert f"schema set {name} " in r.stdout
+
+
+def test_build_refuses_bad_models_before_doing_anything(tmp_path):
+    r = cb("build", str(EXAMPLE), "-t", "aarch64-linux-musl", "-m", "gpt5", "--db", str(tmp_path / "r.db"),
+           cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and "unknown model" in r.stderr
+    r = cb("build", str(EXAMPLE), "-t", "aarch64-linux-musl", "-m", "openai:gpt-4o-mini", "--db",
+           str(tmp_path / "r.db"), cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and "OPENAI_API_KEY" in r.stderr
+    r = cb("build", str(tmp_path / "nope"), "-t", "aarch64-linux-musl", "--db", str(tmp_path / "r.db"),
+           cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and "error:" in r.stderr
+    assert not (tmp_path / "crossbuild-runs").exists() or not any((tmp_path / "crossbuild-runs").iterdir())
+
+
+def test_runs_without_a_database_is_a_clear_error(tmp_path):
+    r = cb("runs", "list", "--db", str(tmp_path / "none.db"), timeout=60)
+    assert r.returncode == 2 and "no trace database" in r.stderr
+
+
+@pytest.mark.slow
+def test_build_then_runs_list_show_stats(tmp_path):
+    db = str(tmp_path / "runs.db")
+    r = cb("build", str(EXAMPLE), "-t", "riscv64-linux-musl", "--db", db, cwd=tmp_path, timeout=1200)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "VERIFIED" in r.stdout and "[exit=0] cmake" in r.stdout and "run id:" in r.stdout
+    run_id = r.stdout.split("run id: ")[1].split()[0]
+    r = cb("runs", "list", "--db", db, "--json")
+    assert json.loads(r.stdout)[0]["id"] == run_id
+    r = cb("runs", "show", run_id[:14], "--db", db)
+    assert r.returncode == 0 and "build_status" in r.stdout and "finish" in r.stdout and "verified" in r.stdout
+    r = cb("runs", "stats", "--db", db)
+    assert r.returncode == 0 and "run_command" in r.stdout and "failure rate" in r.stdout
+    assert "knowledge-base attachments" in r.stdout and "median steps" in r.stdout

@@ -27,10 +27,11 @@ err = Console(stderr=True)
 
 
 def _register_agent_commands() -> None:
-    from .cli_build import build_command, runs_app
+    from .cli_build import build_command, deps_app, runs_app
 
     app.command("build")(build_command)
     app.add_typer(runs_app, name="runs")
+    app.add_typer(deps_app, name="deps")
 
 
 def _target(name: str):
@@ -253,6 +254,32 @@ def bench_tools(calls: int = typer.Option(20_000, "--calls", min=100)) -> None:
     for name, chars in r.schema_chars.items():
         console.print(f"schema set {name:14s} {chars:6d} characters")
     console.print(f"tool descriptions total   {r.description_chars:6d} characters")
+
+
+@app.command("bench-agent")
+def bench_agent(
+    target: str = typer.Option("aarch64-linux-musl", "--target", "-t"),
+    source: str = typer.Option("debian:zlib", "--source"),
+    repeats: int = typer.Option(3, "--repeats", min=1),
+) -> None:
+    """Measure the agent loop on a real build: `crossbuild build` (planner) vs the same commands typed by hand."""
+    from .agent import bench as agent_bench
+
+    t = _target(target)
+    console.print(f"crossbuild build {source} -t {t.name} with the planner, {repeats} runs, each against the same "
+                  "commands typed by hand")
+    try:
+        r = agent_bench.run(t, source=source, repeats=repeats, progress=console.print)
+    except (workspace.SourceError, RuntimeError, OSError) as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    console.print("commands the planner ran: " + "; ".join(r.commands), markup=False, highlight=False)
+    console.print(f"[bold]agent build / by hand: {r.ratio:.3f}[/] (goal <= 1.15; medians "
+                  f"{statistics.median(r.agent_build_s):.2f}s vs {statistics.median(r.by_hand_s):.2f}s)")
+    console.print(f"whole crossbuild build incl. verification (clean rebuild + qemu runs) / by hand: "
+                  f"{r.total_ratio:.3f}")
+    console.print(f"tool calls: {r.tool_calls}, steps: {r.steps}, loop overhead per step (excluding the commands): "
+                  f"{statistics.median(r.overhead_per_step_ms):.1f} ms; verified: {r.verified}")
 
 
 def _print_report(report: VerifyReport, as_json: bool) -> None:

@@ -24,6 +24,8 @@ from .models import ModelConfig, ModelConfigError
 console = Console()
 err = Console(stderr=True)
 runs_app = typer.Typer(help="The record of past runs (SQLite trace).", no_args_is_help=True)
+deps_app = typer.Typer(help="Dependencies cross-built into per-target prefixes, and their cache.",
+                       no_args_is_help=True)
 
 
 class LiveProgress:
@@ -88,6 +90,7 @@ def build_command(
     jobs: int = typer.Option(None, "--jobs", "-j", min=1, help="Parallel build jobs (default: all cores)."),
     keep: bool = typer.Option(False, "--keep", help="Also keep the clean-rebuild copy of the workspace."),
     workspace_dir: Path = typer.Option(None, "--workspace", "-w", help="Run folder (default ./crossbuild-runs/...)."),
+    prefix: Path = typer.Option(None, "--prefix", help="Per-target dependency prefix (default: shared cache)."),
     db: Path = typer.Option(None, "--db", help="Trace database (default ~/.local/share/crossbuild/runs.db)."),
     sandbox_backend: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap | none"),
     strict: bool = typer.Option(False, "--strict", help="OpenAI strict tool schemas.", rich_help_panel="Model"),
@@ -103,7 +106,8 @@ def build_command(
 
     t = _target(target)
     req = BuildRequest(source=source, target=t, budgets=Budgets(max_steps=max_steps), db=db,
-                       workspace_dir=workspace_dir, jobs=jobs, keep=keep, sandbox_backend=sandbox_backend,
+                       workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None, jobs=jobs,
+                       keep=keep, sandbox_backend=sandbox_backend,
                        model=ModelConfig(spec=model, base_url=base_url, strict=strict, tool_choice=tool_choice,
                                          parallel_tool_calls=parallel, temperature=temperature, seed=seed))
     progress = LiveProgress(quiet=as_json)
@@ -247,3 +251,29 @@ def runs_stats(db: Path = typer.Option(None, "--db"), model: str = typer.Option(
     console.print(f"per run: median steps {med(s.steps):.0f} (max {max(s.steps)}), median tokens {med(s.tokens):.0f} "
                   f"(total {sum(s.tokens)}), median time {med(s.wall_s):.1f}s (total {sum(s.wall_s):.1f}s), "
                   f"cost ${s.cost_usd:.4f}")
+
+
+@deps_app.command("list")
+def deps_list(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Cached dependency builds (reused by every project for the same target)."""
+    from . import deps
+
+    entries = deps.list_cached()
+    if as_json:
+        console.print_json(json.dumps([{**e.__dict__, "files": len(e.files), "dir": str(e.dir)} for e in entries]))
+        return
+    table = Table(title=f"dependency cache ({deps.deps_root()})")
+    for col in ("target", "package", "version", "files", "build time", "built", "run"):
+        table.add_column(col)
+    for e in entries:
+        table.add_row(e.target, e.source, e.version or "default", str(len(e.files)), f"{e.build_s:.0f}s",
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(e.built_at)), e.run_id or "")
+    console.print(table)
+
+
+@deps_app.command("clear")
+def deps_clear(target: str = typer.Option(None, "--target", "-t", help="Only this target's builds.")) -> None:
+    """Forget cached dependency builds (prefixes that already hold them are not touched)."""
+    from . import deps
+
+    console.print(f"removed {deps.clear(target)} cached dependency builds")
