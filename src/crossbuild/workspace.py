@@ -58,7 +58,18 @@ def prepare(source: str, root: str | Path) -> Workspace:
     ws = Workspace(Path(root).resolve())
     if ws.src.exists():
         raise SourceError(f"{ws.src} already exists: choose a new workspace folder")
+    created = not ws.root.exists()
     ws.root.mkdir(parents=True, exist_ok=True)
+    try:
+        _fill(source, ws)
+    except BaseException:
+        if created:  # a source that cannot be prepared leaves nothing behind
+            shutil.rmtree(ws.root, ignore_errors=True)
+        raise
+    return ws
+
+
+def _fill(source: str, ws: Workspace) -> None:
     if source.startswith("debian:"):
         _from_debian(source.removeprefix("debian:"), ws)
     elif re.match(r"^(https?|git|ssh)://|^git@", source) or source.endswith(".git"):
@@ -74,7 +85,6 @@ def prepare(source: str, root: str | Path) -> Workspace:
             _from_tarball(path, ws)
         else:
             raise SourceError(f"{source} is neither a folder nor a tarball")
-    return ws
 
 
 def _from_tarball(path: Path, ws: Workspace) -> None:
