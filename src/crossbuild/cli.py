@@ -32,6 +32,9 @@ def _register_agent_commands() -> None:
     app.command("build")(build_command)
     app.add_typer(runs_app, name="runs")
     app.add_typer(deps_app, name="deps")
+    from .cli_kb import kb_app
+
+    app.add_typer(kb_app, name="kb")
 
 
 def _target(name: str):

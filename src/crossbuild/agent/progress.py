@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..kb.base import normalise
+from ..kb.base import fingerprint
 
 REPEAT_LIMIT = 3  # the same call with the same outcome this many times is a loop
 FINGERPRINT_LIMIT = 3  # the same build error this many times
@@ -22,14 +22,15 @@ def call_signature(name: str, raw_arguments: str) -> str:
     return f"{name}:{canon}"
 
 
-_ERROR_LINE = re.compile(r"(error|Error|ERROR|fatal|undefined reference|No such file|not found|cannot find)")
+_ERROR_LINE = re.compile(r"\b(error|Error|ERROR|fatal)\b|undefined (reference|symbol)|No such file|not found|"
+                         r"cannot find|\*\*\*")
 
 
 def error_fingerprint(output: str) -> str | None:
-    """The first error-looking line of a failed command's output, normalised (paths, numbers removed)."""
+    """The first error-looking line of a failed command's output, reduced to its shape (kb.fingerprint)."""
     for line in output.splitlines():
         if _ERROR_LINE.search(line) and not line.startswith("[full log"):
-            return normalise(line.strip())[:200]
+            return fingerprint(line.strip())[:200]
     return None
 
 

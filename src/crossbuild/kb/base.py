@@ -16,11 +16,13 @@ from pydantic import BaseModel, Field, model_validator
 
 ENTRIES_PACKAGE = "crossbuild.kb"
 ENTRIES_FILE = "entries.toml"
-MIN_BM25_SCORE = 2.0  # below this a BM25-only match is noise (tuned with `crossbuild kb eval`)
+# Below this a BM25-only match is noise. Chosen with `crossbuild kb eval` (FTS5 scores with the column weights
+# below): 12 keeps false attachments on non-matching build output at 1/25 while paraphrases still find their entry.
+MIN_BM25_SCORE = 12.0
 
 
 ActionKind = Literal["cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env", "disable_option",
-                     "switch_system", "use_glibc", "patch", "dependency"]
+                     "switch_system", "use_glibc", "patch", "dependency", "clean"]
 _NEEDS = {"cmake_args": "args", "meson_args": "args", "configure_args": "args", "make_args": "args",
           "cache_vars": "args", "env": "args", "disable_option": "pattern", "switch_system": "system", "patch": "file",
           "dependency": "name"}
@@ -64,6 +66,8 @@ class Entry(BaseModel):
     fix: str
     fixtures: list[str] = Field(min_length=1, description="Real error texts the entry was written from.")
     actions: list[Action] = Field(default_factory=list)
+    priority: int = Field(0, description="A specific entry (musl's off64_t) outranks a generic one whose symptoms "
+                                         "also match (any undeclared function).")
 
     @cached_property
     def patterns(self) -> list[re.Pattern[str]]:
@@ -94,12 +98,22 @@ class Match:
 
 _PATHS = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+@-]+)+/?")
 _NUMBERS = re.compile(r"\b0x[0-9a-f]+\b|\b\d+(?:\.\d+)*\b", re.IGNORECASE)
+_QUOTED = re.compile(r"'[^'\n]{1,80}'|\"[^\"\n]{1,80}\"|`[^`'\n]{1,80}'")
+
+
+_FAILURE = re.compile(r"error|fail|not found|no such|cannot|can't|unable|undefined|missing|invalid|refus|denied|"
+                      r"not recogni[sz]ed|abort|fatal|\*\*\*", re.IGNORECASE)
 
 
 def normalise(text: str) -> str:
-    """Build output without what differs between machines and runs: paths, numbers, line:column."""
+    """Build output without what differs between machines and runs: paths (to their last part), numbers."""
     text = _PATHS.sub(lambda m: "/" + m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
     return _NUMBERS.sub("N", text)
+
+
+def fingerprint(text: str) -> str:
+    """An error line reduced to its shape (paths, numbers and quoted names removed), to group recurring failures."""
+    return _QUOTED.sub("'Q'", normalise(text)).strip()
 
 
 class KnowledgeBase:
@@ -122,20 +136,29 @@ class KnowledgeBase:
     def get(self, entry_id: str) -> Entry | None:
         return self.entries.get(entry_id)
 
-    def search(self, query: str, limit: int = 5) -> list[Match]:
-        """Entries whose fingerprint matches QUERY, then the best BM25 matches above the threshold."""
+    def search(self, query: str, limit: int = 5, *, min_score: float | None = None) -> list[Match]:
+        """Entries whose symptoms match QUERY (fingerprints first, ties broken by BM25), then the best BM25-only
+        matches above the threshold, so that nothing irrelevant is returned."""
+        threshold = MIN_BM25_SCORE if min_score is None else min_score
         norm = normalise(query)
+        bm25 = dict(self._bm25(norm, 64))
         found: dict[str, Match] = {}
         for e in self.entries.values():
             for p in e.patterns:
                 m = p.search(query) or p.search(norm)
                 if m:
-                    found[e.id] = Match(e, 100.0, "fingerprint", tuple(g or "" for g in m.groups()))
+                    groups = tuple(g or "" for g in m.groups())
+                    found[e.id] = Match(e, 100.0 + 100.0 * e.priority + bm25.get(e.id, 0.0), "fingerprint", groups)
                     break
-        for entry_id, score in self._bm25(norm, limit * 2):
-            if entry_id not in found and score >= MIN_BM25_SCORE:
+        reports_failure = bool(_FAILURE.search(query))  # output that reports no failure gets nothing
+        for entry_id, score in bm25.items():
+            if entry_id not in found and score >= threshold and reports_failure:
                 found[entry_id] = Match(self.entries[entry_id], score, "bm25")
         return sorted(found.values(), key=lambda m: -m.score)[:limit]
+
+    def match(self, output: str, limit: int = 2) -> list[Match]:
+        """What the agent loop attaches to a failed configure/build command: the top matches for its output."""
+        return self.search(output, limit=limit)
 
     def _bm25(self, text: str, limit: int) -> list[tuple[str, float]]:
         words = list(dict.fromkeys(w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", text)))[:64]

@@ -215,6 +215,8 @@ class Planner:
                     s.extra["configure_args"] += action.get("args", [])
                 elif kind == "env":
                     s.env.update(dict(a.split("=", 1) for a in action.get("args", []) if "=" in a))
+                elif kind == "clean" and s.system in ("cmake", "meson"):
+                    pass  # every restart after a fix starts from a removed build folder
                 elif kind == "disable_option" and s.system in ("cmake", "meson"):
                     s.pending_disable.append(action["pattern"])
                 elif kind == "switch_system" and action.get("system") != s.system:
