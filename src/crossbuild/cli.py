@@ -35,6 +35,9 @@ def _register_agent_commands() -> None:
     from .cli_kb import kb_app
 
     app.add_typer(kb_app, name="kb")
+    from .cli_eval import eval_app
+
+    app.add_typer(eval_app, name="eval")
 
 
 def _target(name: str):

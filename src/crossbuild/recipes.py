@@ -49,6 +49,22 @@ def detect(source: Path) -> str:
     )
 
 
+_MARKERS = {"cmake": ("CMakeLists.txt",), "meson": ("meson.build",), "autotools": ("configure.ac", "configure.in"),
+            "configure": ("configure",), "make": ("Makefile", "makefile", "GNUmakefile")}
+
+
+def present(system: str, source: Path) -> bool:
+    """Whether SOURCE has the files SYSTEM needs."""
+    return any((source / m).exists() for m in _MARKERS.get(system, ()))
+
+
+def detect_or_none(source: Path) -> str | None:
+    try:
+        return detect(source)
+    except NoBuildSystemError:
+        return None
+
+
 def output_dir(system: str, *, source: str = "src", build: str = "build") -> str:
     """The workspace folder the steps of `system` build into: in-tree for configure/make, else the build folder."""
     return source if system in ("configure", "make") else build

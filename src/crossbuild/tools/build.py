@@ -39,6 +39,9 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
     if args.system is not None and args.system not in recipes.BUILD_SYSTEMS:
         raise BadArguments(f"unknown build system {args.system!r}.",
                            hint=f"choose one of {', '.join(recipes.BUILD_SYSTEMS)}")
+    if args.system and not recipes.present(args.system, src):
+        raise BadArguments(f"src/ has no {args.system} build files.",
+                           hint=f"the project's build system is {recipes.detect_or_none(src) or 'unknown'}")
     try:
         system = args.system or recipes.detect(src)
     except recipes.NoBuildSystemError:
