@@ -117,7 +117,9 @@ def build_report(results_dir: Path, *, command: str | None = None) -> Report:
     total = len(rows)
     verified = sum(1 for r in rows if r.get("status") == "verified")
     strict = sum(1 for r in rows if r.get("strict_success"))
-    lines += [f"{total} cells ({len({r['project'] for r in rows})} projects × targets {', '.join(sorted({r['target'] for r in rows}))}"
+    projects = len({r["project"] for r in rows})
+    target_names = ", ".join(sorted({r["target"] for r in rows}))
+    lines += [f"{total} cells ({projects} projects × targets {target_names}"
               f" × {meta.get('repeats', 1)} repeat(s)), model `{cfg.get('model', '?')}`, crossbuild "
               f"{meta.get('crossbuild_version', '?')}.", "",
               f"**Verified: {verified}/{total} ({verified / total:.0%}); strict success (right target, every expected "
@@ -221,7 +223,7 @@ def _plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     return paths
 
 
-# ---- compare ----------------------------------------------------------------------------------------------------------
+# ---- compare --------------------------------------------------------------------------------------------------
 
 @dataclass
 class Comparison:
