@@ -36,6 +36,13 @@ def test_plain_compile_adds_target_and_keeps_args():
     assert "-Wl,--undefined-version" not in c  # no link step, no linker flag
 
 
+def test_no_werror_drops_the_projects_werror_flags():
+    c = cmd(["-Wall", "-Werror", "-Werror=format", "-pedantic-errors", "-c", "x.c"], no_werror=True)
+    assert "-Werror" not in c and "-Werror=format" not in c and "-pedantic-errors" not in c
+    assert c[-1] == "-Wno-error" and "-Wall" in c
+    assert "-Werror" in cmd(["-Werror", "-c", "x.c"])  # only when asked (CROSSBUILD_NO_WERROR=1)
+
+
 def test_link_gets_undefined_version_on_elf_only():
     assert "-Wl,--undefined-version" in cmd(["x.o", "-o", "x"])
     assert "-Wl,--undefined-version" not in cmd(["x.o", "-o", "x.exe"], zig_target="x86_64-windows-gnu",

@@ -141,3 +141,19 @@ def test_cmake_environment_shows_no_secrets(ctx, call, monkeypatch):
     log = (ctx.root / r.data["log"]).read_text()
     assert "CROSSBUILD_TARGET=aarch64-linux-musl" in log
     assert "should-never-leak" not in log and "API_KEY" not in log
+
+
+@pytest.mark.parametrize(("env", "why"), [({"LD_PRELOAD": "/tmp/evil.so"}, "loaded"), ({"CC": "gcc"}, "toolchain"),
+                                          ({"PATH": "/tmp:/usr/bin"}, "toolchain"),
+                                          ({"CFLAGS": "-O2 -I/usr/include"}, "outside the workspace"),
+                                          ({"BAD NAME": "x"}, "not a valid")])
+def test_command_environment_is_guarded(call, env, why):
+    r = call("run_command", {"command": "true", "env": env})
+    assert not r.ok and why in r.render()
+
+
+def test_command_environment_reaches_the_command(ctx, call):
+    r = call("run_command", {"command": "cmake -E environment", "env": {"CFLAGS": "-O1", "CROSSBUILD_NO_WERROR": "1"}})
+    assert r.ok and r.data["env"] == {"CFLAGS": "-O1", "CROSSBUILD_NO_WERROR": "1"}
+    log = (ctx.root / r.data["log"]).read_text()
+    assert "CFLAGS=-O1" in log and "CROSSBUILD_NO_WERROR=1" in log
