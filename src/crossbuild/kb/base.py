@@ -150,9 +150,11 @@ class KnowledgeBase:
                     groups = tuple(g or "" for g in m.groups())
                     found[e.id] = Match(e, 100.0 + 100.0 * e.priority + bm25.get(e.id, 0.0), "fingerprint", groups)
                     break
-        reports_failure = bool(_FAILURE.search(query))  # output that reports no failure gets nothing
+        # BM25 is the fallback: when a fingerprint recognised the failure, word overlap adds only noise; and
+        # output that reports no failure gets nothing
+        use_bm25 = not found and bool(_FAILURE.search(query))
         for entry_id, score in bm25.items():
-            if entry_id not in found and score >= threshold and reports_failure:
+            if use_bm25 and score >= threshold:
                 found[entry_id] = Match(self.entries[entry_id], score, "bm25")
         return sorted(found.values(), key=lambda m: -m.score)[:limit]
 

@@ -83,6 +83,8 @@ class Planner:
         if s.phase == "blocked":
             tried = f" Tried: {'; '.join(s.notes)}." if s.notes else ""
             return self._finish("blocked", s.blocked_reason + tried)
+        if s.pending_deps:  # dependencies first: nothing configures without them
+            return self._call("build_dependency", name=s.pending_deps.pop(0))
         if s.pending_disable and s.phase == "steps":
             s.phase = "options"
             return self._call("build_status")
@@ -90,8 +92,6 @@ class Planner:
             system, s.pending_switch = s.pending_switch, None
             s.phase = "switching"
             return self._call("build_status", system=system)
-        if s.pending_deps:
-            return self._call("build_dependency", name=s.pending_deps.pop(0))
         if s.pending_edits:
             e = s.pending_edits.pop(0)
             return self._call("edit_file", path=e["path"], edits=[{"old": e["old"], "new": e["new"]}])
@@ -142,11 +142,8 @@ class Planner:
             if flag and hits:
                 s.extra[ARG_KIND[s.system]] += [flag.format(o) for o in hits]
                 s.notes.append(f"disabled {', '.join(hits)}")
-            elif s.system in ("autotools", "configure"):
-                s.notes.append("no option to disable found; building the library targets only")
-            else:
-                s.phase = "blocked"
-                s.blocked_reason = f"no project option matches {patterns} to disable the failing part"
+            else:  # the other fixes of this round still run; if none helps, the same failure ends the plan
+                s.notes.append(f"no project option matches {', '.join(patterns)}")
             return
         if result.name == "build_status" and s.phase == "start":
             s.system = data.get("build_system")
