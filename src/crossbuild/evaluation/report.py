@@ -140,6 +140,9 @@ def build_report(results_dir: Path, *, command: str | None = None) -> Report:
     lines += ["## Effort (median; censored mean with failures counted at the budget)", "",
               "| measure | median | censored mean | budget |", "|---|---|---|---|"]
     for field, budget in budgets.items():
+        if not any(r.get(field) for r in rows):  # the offline planner spends no tokens and no money
+            lines.append(f"| {field} | 0 | 0 (none spent) | {budget} |")
+            continue
         med, cmean = censored(rows, field, budget)
         lines.append(f"| {field} | {med:.1f} | {cmean:.1f} | {budget} |")
     lines.append("")
