@@ -145,8 +145,7 @@ def quick(
 ) -> None:
     """Cross-build SOURCE with the standard recipe of its build system (no agent), then verify it."""
     t = _target(target)
-    label = source.removeprefix("debian:").rstrip("/").split("/")[-1] or "run"
-    root = workspace_dir or workspace.new_root(Path("crossbuild-runs"), f"{label}-{t.name}")
+    root = workspace_dir or workspace.new_root(Path("crossbuild-runs"), f"{workspace.label_for(source)}-{t.name}")
     try:
         ws = workspace.prepare(source, root)
         chosen = recipes.detect(ws.src) if system == "auto" else system

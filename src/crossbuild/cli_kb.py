@@ -112,14 +112,10 @@ def kb_eval(show_misses: bool = typer.Option(False, "--misses", help="List the q
 def kb_mine(db: Path = typer.Option(None, "--db"), min_count: int = typer.Option(1, "--min-count")) -> None:
     """Failed commands in the trace that no entry matches, grouped by error fingerprint, with the run ids and the
     command that finally worked: evidence for new entries (nothing is added automatically)."""
-    from . import trace as trace_mod
+    from .cli_build import _open_db
     from .kb.mining import mine
 
-    path = db or trace_mod.default_path()
-    if not path.exists():
-        err.print(f"[red]error:[/] no trace database at {path} (pass --db)")
-        raise typer.Exit(2)
-    groups = mine(trace_mod.connect(path), _kb(), min_count=min_count)
+    groups = mine(_open_db(db), _kb(), min_count=min_count)
     if not groups:
         console.print("every failed command in the trace is matched by an entry (or there are none)")
         return

@@ -158,8 +158,8 @@ class CrossbuildMCP:
     def _make_ctx(self, source: str | None, ws_dir: str | None, target_name: str) -> RunContext:
         target = parse_target(target_name)
         if source:
-            label = source.removeprefix("debian:").rstrip("/").split("/")[-1] or "run"
-            root = Path(ws_dir) if ws_dir else workspace.new_root(self.runs_dir, f"{label}-{target.name}")
+            root = Path(ws_dir) if ws_dir else workspace.new_root(self.runs_dir,
+                                                                  f"{workspace.label_for(source)}-{target.name}")
             ws = workspace.prepare(source, root)
             root = ws.root
         else:

@@ -43,6 +43,11 @@ def check_name(name: str) -> str:
     return name
 
 
+def label_for(source: str) -> str:
+    """A short name for a run folder: the project's name from a folder, tarball, URL or debian:NAME."""
+    return source.removeprefix("debian:").rstrip("/").split("/")[-1] or "run"
+
+
 def new_root(runs_dir: Path, label: str) -> Path:
     label = re.sub(r"[^A-Za-z0-9._+~-]+", "-", label).strip("-.") or "run"
     root = runs_dir / f"{check_name(label[:60])}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -264,11 +264,12 @@ class Agent:
         fingerprint = None
         is_build_command = call.name == "run_command" and "argv" in result.data and \
             Path(result.data["argv"][0]).name not in INSPECTION_TOOLS
-        if is_build_command and not result.ok:
-            fingerprint = error_fingerprint(self._log_text(result, tail_lines=400) or result.message)
         attached = []
-        if is_build_command and not result.ok and result.error_type != "cancelled":
-            attached = self._attach_kb(result)
+        if is_build_command and not result.ok:
+            log_tail = self._log_text(result, tail_lines=400)
+            fingerprint = error_fingerprint(log_tail or result.message)
+            if result.error_type != "cancelled":
+                attached = self._attach_kb("\n".join(log_tail.splitlines()[-300:]) or result.message)
             if attached:
                 text += "\n\nKnowledge base (matched automatically; apply the fix):\n" + "\n".join(
                     m.entry.render() for m in attached)
@@ -322,10 +323,9 @@ class Agent:
         except OSError:
             return ""
 
-    def _attach_kb(self, result: ToolResult) -> list:
+    def _attach_kb(self, text: str) -> list:
         if self.ctx.kb is None:
             return []
-        text = self._log_text(result, tail_lines=300) or result.message
         fresh = [m for m in self.ctx.kb.search(text, limit=4) if m.entry.id not in self.kb_attached]
         chosen = fresh[:KB_PER_RESULT]
         self.kb_attached += [m.entry.id for m in chosen]

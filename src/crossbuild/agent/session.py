@@ -41,8 +41,7 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
 
     model = make_model(req.model, on_retry=lambda n, t, d: on_event(Event(
         "provider_retry", {"attempt": n, "reason": t.reason, "delay_s": round(d, 2)})))
-    label = req.source.removeprefix("debian:").rstrip("/").split("/")[-1] or "run"
-    root = req.workspace_dir or workspace.new_root(req.runs_dir, f"{label}-{req.target.name}")
+    root = req.workspace_dir or workspace.new_root(req.runs_dir, f"{workspace.label_for(req.source)}-{req.target.name}")
     ws = workspace.prepare(req.source, root)
     ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
                             kb=kb.load(), jobs=req.jobs)

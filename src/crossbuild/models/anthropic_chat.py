@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..tools.base import Toolset
 from ..tools.schemas import anthropic_tools
 from .base import Message, ProviderError, ToolCall, Turn, Usage
-from .retry import FATAL_STATUSES, RetryPolicy, Transient, call_with_retries
+from .retry import FATAL_STATUSES, RetryPolicy, Transient, retry_after, timed_turn
 
 
 @dataclass
@@ -59,12 +58,8 @@ class AnthropicChatModel:
 
     def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
         body = self.request(messages, tools)
-        start = time.monotonic()
-        response = call_with_retries(lambda: self._create(body), self.options.retry, cancel=cancel,
-                                     on_retry=self._on_retry)
-        turn = parse_response(response)
-        turn.latency_s = time.monotonic() - start
-        return turn
+        return timed_turn(lambda: self._create(body), parse_response, self.options.retry, cancel=cancel,
+                          on_retry=self._on_retry)
 
     def _create(self, body: dict[str, Any]) -> Any:
         an = self._anthropic
@@ -73,8 +68,7 @@ class AnthropicChatModel:
         except an.APIStatusError as e:
             status = e.status_code
             if status in (429, 529) or status >= 500:
-                after = e.response.headers.get("retry-after")
-                raise Transient(f"HTTP {status}", status, float(after) if after and after.isdigit() else None) \
+                raise Transient(f"HTTP {status}", status, retry_after(e.response.headers.get("retry-after"))) \
                     from None
             what = FATAL_STATUSES.get(status, "request failed")
             raise ProviderError(f"{self.name}: HTTP {status} {what}: {str(e.message)[:300]}", status=status) \

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..tools.base import Toolset
 from ..tools.schemas import openai_tools
 from .base import Message, ProviderError, ToolCall, Turn, Usage
-from .retry import FATAL_STATUSES, RetryPolicy, Transient, call_with_retries
+from .retry import FATAL_STATUSES, RetryPolicy, Transient, retry_after, timed_turn
 
 
 @dataclass
@@ -60,12 +59,8 @@ class OpenAIChatModel:
 
     def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
         body = self.request(messages, tools)
-        start = time.monotonic()
-        response = call_with_retries(lambda: self._create(body), self.options.retry, cancel=cancel,
-                                     on_retry=self._on_retry)
-        turn = parse_response(response)
-        turn.latency_s = time.monotonic() - start
-        return turn
+        return timed_turn(lambda: self._create(body), parse_response, self.options.retry, cancel=cancel,
+                          on_retry=self._on_retry)
 
     def _create(self, body: dict[str, Any]) -> Any:
         oa = self._openai
@@ -74,7 +69,8 @@ class OpenAIChatModel:
         except oa.APIStatusError as e:
             status = e.status_code
             if status == 429 or status >= 500:
-                return _raise_transient(f"HTTP {status}", status, e.response.headers.get("retry-after"))
+                raise Transient(f"HTTP {status}", status, retry_after(e.response.headers.get("retry-after"))) \
+                    from None
             what = FATAL_STATUSES.get(status, "request failed")
             raise ProviderError(f"{self.name}: HTTP {status} {what}: {_short(e.message)}", status=status) from None
         except oa.APITimeoutError:
@@ -83,16 +79,6 @@ class OpenAIChatModel:
             raise Transient(f"connection failed: {e.__cause__ or e}") from None
         except (oa.APIResponseValidationError, json.JSONDecodeError) as e:
             raise Transient(f"unreadable response from the server: {_short(str(e))}") from None
-
-
-def _raise_transient(reason: str, status: int, retry_after: str | None) -> Any:
-    after = None
-    if retry_after:
-        try:
-            after = max(0.0, float(retry_after))
-        except ValueError:
-            after = None
-    raise Transient(reason, status, after)
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -8,9 +8,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from .base import ProviderError
+from .base import ProviderError, Turn
 
 T = TypeVar("T")
 FATAL_STATUSES = {400: "bad request", 401: "the API key was refused", 402: "payment required (out of credit)",
@@ -32,6 +32,24 @@ class Transient(Exception):
     reason: str
     status: int | None = None
     retry_after_s: float | None = None
+
+
+def retry_after(header: str | None) -> float | None:
+    """Seconds from a Retry-After header (the delay-seconds form), or None."""
+    try:
+        return max(0.0, float(header)) if header else None
+    except ValueError:
+        return None
+
+
+def timed_turn(create: Callable[[], Any], parse: Callable[[Any], Turn], policy: RetryPolicy, *,
+               cancel: threading.Event | None = None,
+               on_retry: Callable[[int, Transient, float], None] | None = None) -> Turn:
+    """One model call as every adapter makes it: retried inside the budget, parsed, timed."""
+    start = time.monotonic()
+    turn = parse(call_with_retries(create, policy, cancel=cancel, on_retry=on_retry))
+    turn.latency_s = time.monotonic() - start
+    return turn
 
 
 def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, *, cancel: threading.Event | None = None,
