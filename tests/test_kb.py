@@ -69,10 +69,24 @@ def test_fingerprints_ignore_paths_numbers_and_names():
     ("ZLIB", "zlib"), ("zlib.h", "zlib"), ("libz", "zlib"), ("PNG::PNG", "libpng1.6"), ("png.h", "libpng1.6"),
     ("absl", "abseil"), ("OpenSSL", "openssl"), ("openssl/ssl.h", "openssl"), ("libzstd", "libzstd"),
     ("zstd", "libzstd"), ("BZip2", "bzip2"), ("LibLZMA", "xz-utils"), ("GTest", "googletest"),
-    ("libxml-2.0", "libxml2"), ("debian:zlib", "debian:zlib"),
+    ("libxml-2.0", "libxml2"), ("debian:zlib", "zlib"), ("debian:libfoo2", "libfoo2"),
 ])
 def test_dependency_mapping(asked, source):
     assert deps.resolve(asked).source == source
+
+
+@pytest.mark.parametrize("asked", ["/root/.config/secrets", "../../etc", "./vendor/zlib", "~/src/zlib",
+                                   "https://example.org/zlib.tar.gz", "zlib-1.3.tar.gz", "debian:../zlib",
+                                   "debian:Zlib Thing"])
+def test_dependency_names_never_select_a_host_path(asked):
+    with pytest.raises(deps.UnknownDependencyError, match="path or a URL|not a Debian source package name"):
+        deps.resolve(asked)
+
+
+def test_only_the_user_vouches_for_local_dependency_sources(tmp_path):
+    assert deps.resolve("zlib", {"zlib": str(tmp_path)}).source == str(tmp_path)
+    with pytest.raises(deps.UnknownDependencyError):
+        deps.resolve(str(tmp_path), {"zlib": str(tmp_path)})
 
 
 def test_unknown_dependency_names_close_ones():

@@ -11,8 +11,10 @@ import time
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 from tests.conftest import EXAMPLE
 
@@ -79,7 +81,8 @@ def test_stdio_session_serves_every_tool(tmp_path):
 
 
 def test_stdio_session_without_a_workspace_opens_one(tmp_path):
-    params = StdioServerParameters(command=CROSSBUILD, args=["mcp"], cwd=str(tmp_path),
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path),
+                                                             "--root", str(EXAMPLE.parent)], cwd=str(tmp_path),
                                    env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
 
     async def main():
@@ -89,7 +92,7 @@ def test_stdio_session_without_a_workspace_opens_one(tmp_path):
             r = await c.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "aarch64-linux-mus"})
             assert r.is_error and "aarch64-linux-musl" in _text(r)  # close match offered
             r = await c.call_tool("open_workspace", {"workspace": str(tmp_path), "target": "riscv64-linux-musl"})
-            assert r.is_error and "no src/" in _text(r)
+            assert r.is_error and "not a crossbuild workspace" in _text(r)
             r = await c.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "riscv64-linux-musl"})
             assert not r.is_error, _text(r)
             r = await c.call_tool("build_status", {})
@@ -102,6 +105,14 @@ def _cache_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("CROSSBUILD_") or k == "ZIG_GLOBAL_CACHE_DIR"}
 
 
+TOKEN = "test-token-0123456789abcdef"
+
+
+def authed(url: str, token: str = TOKEN):
+    """A streamable-HTTP transport that sends the bearer token, as an MCP client configured with headers does."""
+    return streamable_http_client(url, http_client=create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}))
+
+
 @pytest.fixture
 def http_server(tmp_path):
     with socket.socket() as s:
@@ -109,8 +120,12 @@ def http_server(tmp_path):
         port = s.getsockname()[1]
     src = tmp_path / "project"
     shutil.copytree(EXAMPLE, src)
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
     proc = subprocess.Popen([CROSSBUILD, "mcp", str(src), "-t", "aarch64-linux-musl", "--transport", "http",
-                             "--port", str(port)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                             "--port", str(port), "--token-file", str(token_file), "--root", str(tmp_path),
+                             "--root", str(EXAMPLE.parent)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -128,23 +143,91 @@ def http_server(tmp_path):
 
 def test_streamable_http_serves_every_tool(http_server):
     async def main():
-        async with Client(http_server) as c:
+        async with Client(authed(http_server)) as c:
             await _exercise_every_tool(c)
 
     anyio.run(main)
 
 
+def test_http_without_the_bearer_token_gets_401_and_runs_nothing(http_server, tmp_path):
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "run_command", "arguments": {"command": "touch pwned"}}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    for auth in (None, "Bearer wrong-token-0123456789", f"Basic {TOKEN}", f"Bearer {TOKEN}x"):
+        r = httpx.post(http_server, json=call, headers={**headers, **({"Authorization": auth} if auth else {})})
+        assert r.status_code == 401, (auth, r.status_code, r.text)
+    assert not list(tmp_path.rglob("pwned"))  # the host: nothing ran
+
+    async def wrong_token():
+        async with Client(authed(http_server, "not-the-token-0123456789")) as c:
+            await c.list_tools()
+
+    with pytest.raises(Exception):  # noqa: B017 - the client surfaces the 401 its own way
+        anyio.run(wrong_token)
+
+
 def test_each_http_session_has_its_own_workspace_and_target(http_server):
     async def main():
-        async with Client(http_server, mode="legacy") as a, Client(http_server, mode="legacy") as b:
+        async with Client(authed(http_server), mode="legacy") as a, Client(authed(http_server), mode="legacy") as b:
             ra = await a.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "aarch64-linux-musl"})
             rb = await b.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "x86_64-windows-gnu"})
             assert not ra.is_error and not rb.is_error
             assert ra.structured_content["data"]["workspace"] != rb.structured_content["data"]["workspace"]
             assert "target: aarch64-linux-musl" in _text(await a.call_tool("build_status", {}))
             assert "target: x86_64-windows-gnu" in _text(await b.call_tool("build_status", {}))
-        async with Client(http_server) as stateless:  # 2026-07-28 HTTP: no session to keep a workspace in
+        async with Client(authed(http_server)) as stateless:  # 2026-07-28 HTTP: no session to keep a workspace in
             r = await stateless.call_tool("open_workspace", {"source": str(EXAMPLE), "target": "aarch64-linux-musl"})
             assert r.is_error and "no MCP session" in _text(r)
 
     anyio.run(main)
+
+
+def _state(root: Path) -> dict[str, tuple]:
+    from tests.test_trust_boundary import tree_state
+    return tree_state(root)
+
+
+def test_an_mcp_client_gets_nothing_outside_the_roots(tmp_path):
+    """As a hostile client meets the server: host folders outside --root, links out of it, another workspace,
+    credentials in a project, absurd paths. Afterwards the host is checked, not the messages."""
+    root = tmp_path / "allowed"
+    shutil.copytree(EXAMPLE, root / "project")
+    (root / "project" / ".env").write_text("OPENAI_API_KEY=sk-PROJECT-SECRET-42\n")
+    (root / "project" / "id_ed25519").write_text("PRIVATE-KEY-PROJECT-SECRET-42\n")
+    (root / "project" / ".aws").mkdir()
+    (root / "project" / ".aws" / "credentials").write_text("aws_secret=PROJECT-SECRET-42\n")
+    home = tmp_path / "home"
+    (home / "src").mkdir(parents=True)
+    (home / ".xbuild").mkdir()
+    (home / "src" / "notes.txt").write_text("HOME-SECRET-17\n")
+    (root / "escape").symlink_to(home)
+    before = _state(home)
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(root)], cwd=str(tmp_path),
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
+
+    async def main():
+        async with Client(params) as c:
+            for args in ({"source": str(home)}, {"source": str(root / "escape")}, {"source": "/etc"},
+                         {"source": str(root / "project"), "workspace": str(home / "new")},
+                         {"workspace": str(home)}, {"workspace": str(root / "escape")},
+                         {"source": str(root / "project"), "workspace": str(root / "escape" / "ws")}):
+                r = await c.call_tool("open_workspace", {**args, "target": "aarch64-linux-musl"})
+                assert r.is_error and r.structured_content["error_type"] == "permission_denied", (args, _text(r))
+            r = await c.call_tool("open_workspace", {"source": "x" * 6000, "target": "aarch64-linux-musl"})
+            assert r.is_error and r.structured_content["error_type"] == "invalid_arguments", _text(r)
+
+            r = await c.call_tool("open_workspace", {"source": str(root / "project"), "target": "aarch64-linux-musl"})
+            assert not r.is_error and ".env" in _text(r) and "credential" in _text(r)
+            for command in ("grep -rE S.CRET-4. src", "cat src/.env", "find src -name id_ed25519"):
+                r = await c.call_tool("run_command", {"command": command})
+                output = _text(r).split("\n", 1)[1]  # what the command printed, not its echo
+                assert "SECRET-42" not in output and "id_ed25519" not in output, _text(r)
+            r = await c.call_tool("read_file", {"path": "src/" + "a/" * 3000 + "x.c"})
+            assert r.is_error and r.structured_content["error_type"] == "invalid_arguments", _text(r)
+            r = await c.call_tool("build_dependency", {"name": str(home)})
+            assert r.is_error and "path or a URL" in _text(r)
+
+    anyio.run(main)
+    assert _state(home) == before
+    copies = [p for p in (root / "crossbuild-runs").rglob("*") if p.is_file() and not p.is_symlink()]
+    assert copies and not [p for p in copies if b"SECRET-42" in p.read_bytes()]

@@ -58,7 +58,7 @@ def test_malicious_cmake_project_is_contained(tmp_path, listener):
         MALICIOUS_CMAKE.replace("@SECRET@", str(secret)).replace("@OUTSIDE@", str(outside))
         .replace("@PORT@", str(listener)))
     before = snapshot(outside)
-    box = sandbox.for_workspace(ws, prefix=tmp_path / "prefix", zig_cache=tmp_path / "zigcache")
+    box = sandbox.for_tree(ws)
     assert box.backend == "bubblewrap"
     start = time.monotonic()
     res = box.run(["cmake", "-S", "src", "-B", "build"], cwd=ws, env={"PATH": "/usr/bin:/bin", "HOME": str(ws)},
@@ -98,7 +98,7 @@ def bomb_processes() -> list[int]:
 def test_home_and_root_are_not_the_real_ones(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    box = sandbox.for_workspace(ws, prefix=tmp_path / "p", zig_cache=tmp_path / "z")
+    box = sandbox.for_tree(ws)
     res = box.run(["sh", "-c", "ls -A /root /home 2>&1; cat /etc/shadow 2>&1; echo ok > inside.txt"], cwd=ws,
                   env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "log")
     log = Path(res.log_path).read_text()
@@ -111,7 +111,7 @@ def test_output_limit_and_cancel(tmp_path):
     import threading
     ws = tmp_path / "ws"
     ws.mkdir()
-    box = sandbox.for_workspace(ws, prefix=tmp_path / "p", zig_cache=tmp_path / "z")
+    box = sandbox.for_tree(ws)
     res = box.run(["yes"], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "log",
                   limits=Limits(max_output_bytes=1 << 20, timeout_s=30))
     assert res.stopped == "output_limit" and res.output_bytes == 1 << 20
@@ -125,7 +125,7 @@ def test_output_limit_and_cancel(tmp_path):
 def test_cpu_limit_kills_busy_loop(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    box = sandbox.for_workspace(ws, prefix=tmp_path / "p", zig_cache=tmp_path / "z")
+    box = sandbox.for_tree(ws)
     res = box.run(["sh", "-c", "while :; do :; done"], cwd=ws, env={"PATH": "/usr/bin:/bin"},
                   log_path=tmp_path / "log", limits=Limits(cpu_s=1, timeout_s=30))
     assert res.stopped is None and res.returncode != 0 and res.duration_s < 10

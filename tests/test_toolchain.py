@@ -26,7 +26,7 @@ def test_build_env_never_contains_secrets(make_toolchain, monkeypatch):
         assert all(v not in value for value in env.vars.values())
         assert v not in env.shell_exports()
     assert "LD_PRELOAD" not in env.vars
-    assert env.vars["HOME"].endswith(".xbuild/home")  # never the real HOME
+    assert env.vars["HOME"].endswith(".scratch/home")  # never the real HOME
     assert env.vars["HOME"] != os.environ.get("HOME")
 
 
@@ -39,7 +39,11 @@ def test_build_env_contents(make_toolchain):
     assert v["PKG_CONFIG_LIBDIR"].startswith(str(tc.prefix))
     assert v["PKG_CONFIG_PATH"] == ""
     assert v["CC_FOR_BUILD"].startswith("/") and "zcc" not in v["CC_FOR_BUILD"]
-    assert v["ZIG_GLOBAL_CACHE_DIR"] == str(tc.zig_cache)
+    # builds write their own layer; its outputs are links into the shared cache, which they see read-only
+    assert v["ZIG_GLOBAL_CACHE_DIR"] == v["ZIG_LOCAL_CACHE_DIR"] == str(tc.zig_layer)
+    outputs = list((tc.zig_layer / "o").iterdir())
+    assert outputs and all(p.is_symlink() and p.resolve().parent == tc.zig_cache / "o" for p in outputs)
+    assert not any(p.is_symlink() for p in (tc.zig_layer / "h").iterdir())  # manifests are copies zig may lock
     assert os.path.exists(v["CONFIG_SITE"])
     assert "ac_cv_func_malloc_0_nonnull" in open(v["CONFIG_SITE"]).read()
 

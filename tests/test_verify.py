@@ -116,12 +116,78 @@ def test_header_only_project_that_compiled_nothing_fails(tmp_path):
 def test_configure_probes_are_excluded_not_counted(tmp_path, fixtures):
     root = tree(tmp_path, fixtures, {"CMakeFiles/3.25.1/CompilerIdC/a.out": "hostprog",
                                      "CMakeFiles/CMakeScratch/TryCompile-x/cmTC": "hostprog",
-                                     "conftest": "hostprog", "meson-private/sanitycheckc.exe": "hostprog",
-                                     "libx.a": "libx.a"})
+                                     "meson-private/sanitycheckc.exe": "hostprog", "libx.a": "libx.a"})
     report = verify(root, AARCH64, run_tests=False)
     assert report.ok, report.reasons
-    assert report.probes_excluded == 4
+    assert report.probes_excluded == 3
     assert [a["path"] for a in report.artifacts if "(" not in a["path"]] == ["libx.a"]
+    # not counted, but never hidden: host binaries in probe folders are listed in the report
+    assert len(report.probe_mismatches) == 3 and all("EM_X86_64" in m for m in report.probe_mismatches)
+
+
+@pytest.mark.parametrize("hidden_as", ["conftest", "a.out", "sub/CompilerIdC/a.out", "CMakeFiles/a.out",
+                                       "x/CMakeFiles/3.25.1/CMakeDetermineCompilerABI_C.bin/prog"])
+def test_a_program_named_like_a_probe_outside_probe_folders_is_checked(tmp_path, fixtures, hidden_as):
+    root = tree(tmp_path, fixtures, {"libx.a": "libx.a", hidden_as: "hostprog"})
+    report = verify(root, AARCH64, run_tests=False)
+    assert not report.ok
+    assert any(r.startswith(hidden_as) and "EM_X86_64" in r for r in report.reasons), report.reasons
+
+
+def _elf_header_only(machine: int = 183) -> bytes:
+    """A 64-byte ELF64 header for an aarch64 executable (ET_DYN, PIE) with no segments and no code at all."""
+    import struct
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    return ident + struct.pack("<HHIQQQIHHHHHH", 3, machine, 1, 0x1000, 0, 0, 0, 64, 56, 0, 64, 0, 0)
+
+
+def test_an_elf_header_with_no_code_is_not_a_product(tmp_path, fixtures):
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "libevil.so").write_bytes(_elf_header_only())
+    (root / "evil_test").write_bytes(_elf_header_only())
+    shutil.copy(fixtures / "hostprog", root / "conftest")  # the real program, hidden under a probe's name
+    report = verify(root, AARCH64, run_tests=True)
+    assert not report.ok
+    text = "\n".join(report.reasons)
+    assert "libevil.so" in text and "no code" in text
+    assert "conftest" in text and "EM_X86_64" in text
+    assert not report.smoke_runs  # nothing unsound is run
+
+
+def test_a_truncated_program_is_not_sound(tmp_path, fixtures):
+    root = tmp_path / "tree"
+    root.mkdir()
+    data = (fixtures / "test_ok").read_bytes()
+    (root / "test_cut").write_bytes(data[: len(data) // 3])
+    report = verify(root, AARCH64, run_tests=False)
+    assert not report.ok and any(r.startswith("test_cut:") for r in report.reasons), report.reasons
+
+
+def _thin_archive(member: str) -> bytes:
+    """A GNU thin archive naming one member by path (what `ar rcsT` writes, with a chosen name)."""
+    def header(name: str, size: int) -> bytes:
+        return f"{name:<16}{0:<12}{0:<6}{0:<6}{644:<8}{size:<10}`\n".encode()
+    names = member.encode() + b"/\n"
+    pad = b"\n" if len(names) % 2 else b""
+    return b"!<thin>\n" + header("//", len(names)) + names + pad + header("/0", 1024)
+
+
+@pytest.mark.parametrize("member", ["fifo.o", "/dev/zero", "../../../../../../dev/zero", "zero.o"])
+def test_thin_archive_members_cannot_hang_or_flood_the_verifier(tmp_path, fixtures, member):
+    import os
+    import time
+    root = tmp_path / "tree"
+    root.mkdir()
+    shutil.copy(fixtures / "libx.a", root / "libx.a")
+    os.mkfifo(root / "fifo.o")
+    (root / "zero.o").symlink_to("/dev/zero")
+    (root / "libevil.a").write_bytes(_thin_archive(member))
+    start = time.monotonic()
+    report = verify(root, AARCH64, run_tests=False)
+    assert time.monotonic() - start < 30
+    assert not report.ok
+    assert any("libevil.a" in r and "cannot be checked" in r for r in report.reasons), report.reasons
 
 
 def test_renamed_text_file_is_not_a_library(tmp_path):

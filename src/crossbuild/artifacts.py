@@ -7,7 +7,9 @@ from __future__ import annotations
 import fnmatch
 import io
 import os
+import stat
 import struct
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -19,12 +21,15 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_EI_OSABI
 from elftools.elf.gnuversions import GNUVerNeedSection
 
+from . import safefs
 from .targets import Target
 
-# Folders whose binaries are configure-time probes (compiler checks), not the project's artifacts.
-PROBE_PARTS = ("CMakeScratch", "CMakeTmp", "meson-private", "conftest.dir", ".xbuild", ".git")
-PROBE_NAMES = ("conftest", "conftest.o", "conftest.exe", "a.out", "a.exe", "CMakeCCompilerId.o",
-               "CMakeCXXCompilerId.o")
+# Where configure steps leave the binaries of their compiler checks: only these folders hold probes, whatever the
+# files in them are called (a file named like a probe anywhere else is an artifact like any other).
+CMAKE_PROBE_DIRS = ("CMakeScratch", "CMakeTmp")  # CMakeFiles/CMakeScratch/..., CMakeFiles/CMakeTmp/...
+MESON_PROBE_DIR = "meson-private"
+MAX_ARCHIVE_BYTES = 2 << 30  # archives are read whole; a larger one is reported, not read
+MAX_SCAN_SECONDS = 600.0
 # Names that promise a binary; such a file with other content is reported (a renamed text file is no library).
 BINARY_SUFFIXES = (".o", ".obj", ".a", ".lib", ".so", ".dll", ".exe", ".dylib")
 
@@ -50,6 +55,7 @@ class Artifact:
     interpreter: str | None = None
     libc: str | None = None  # musl | glibc (from the interpreter), for dynamic ELF executables
     float_abi: str | None = None  # hard | soft (32-bit ARM)
+    code: bool | None = None  # executables and libraries: an executable segment with bytes in the file
     max_glibc: str | None = None  # highest GLIBC_x.y symbol version required
     needed: list[str] = field(default_factory=list)
     subsystem: str | None = None  # PE: console | gui | ...
@@ -64,52 +70,72 @@ class Artifact:
 class ScanResult:
     artifacts: list[Artifact]
     probes_excluded: list[str]
-    not_binaries: list[str]  # files with a binary's name but other content
+    not_binaries: list[str]  # files with a binary's name but other content (or a FIFO, device... so named)
     files_seen: int
+    probe_artifacts: list[Artifact] = field(default_factory=list)  # what the probe folders hold, for the report
+    incomplete: str | None = None  # why the scan stopped early
 
 
 def is_probe(rel: str) -> bool:
+    """Whether REL lies where CMake or Meson keep their compiler checks: CMakeFiles/<version>/CompilerId*/...,
+    CMakeFiles/<version>/CMakeDetermineCompilerABI_*.bin, CMakeFiles/CMakeScratch|CMakeTmp/..., meson-private/."""
     parts = Path(rel).parts
-    if any(p in PROBE_PARTS for p in parts):
+    if MESON_PROBE_DIR in parts[:-1]:
         return True
-    if any(p.startswith("CompilerId") for p in parts):  # CMakeFiles/3.x/CompilerIdC/a.out
-        return True
-    for i, p in enumerate(parts[:-1]):  # CMakeFiles/3.25.1/CMakeDetermineCompilerABI_C.bin
-        if p == "CMakeFiles" and i + 1 < len(parts) - 1 and parts[i + 1][:1].isdigit():
+    for i, p in enumerate(parts[:-2]):
+        if p != "CMakeFiles":
+            continue
+        nxt = parts[i + 1]
+        if nxt in CMAKE_PROBE_DIRS:
             return True
-    name = parts[-1]
-    return name in PROBE_NAMES or name.startswith("conftest")
+        if _is_version(nxt):
+            rest = parts[i + 2:]
+            if len(rest) >= 2 and rest[0].startswith("CompilerId"):
+                return True
+            if len(rest) == 1 and rest[0].startswith("CMakeDetermineCompilerABI_") and rest[0].endswith(".bin"):
+                return True
+    return False
 
 
-def scan_tree(root: str | Path) -> ScanResult:
+def _is_version(name: str) -> bool:
+    return bool(name) and all(part.isdigit() for part in name.split("."))
+
+
+def scan_tree(root: str | Path, *, prune: frozenset[str] = frozenset(),
+              max_seconds: float = MAX_SCAN_SECONDS) -> ScanResult:
+    """Every binary below ROOT, found by content. Links are never followed and only regular files are read
+    (a FIFO or device cannot hang or flood the scan); PRUNE names folders (relative to ROOT) left out, such as
+    crossbuild's own .xbuild/; the scan stops, saying so, after MAX_SECONDS."""
     root = Path(root)
-    artifacts: list[Artifact] = []
-    probes: list[str] = []
-    fakes: list[str] = []
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in (".git",)]
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full) or not os.path.isfile(full):
-                continue
-            seen += 1
-            rel = os.path.relpath(full, root)
-            try:
-                with open(full, "rb") as f:
-                    head = f.read(64)
-            except OSError:
-                continue
+    result = ScanResult([], [], [], 0)
+    deadline = time.monotonic() + max_seconds
+    for entry in safefs.walk_files(root, prune=lambda rel: rel in prune):
+        if time.monotonic() > deadline:
+            result.incomplete = f"the scan stopped after {max_seconds:.0f} s ({result.files_seen} files read)"
+            break
+        if not stat.S_ISREG(entry.st.st_mode):
+            if not stat.S_ISLNK(entry.st.st_mode) and _promises_binary(entry.name):
+                result.not_binaries.append(entry.rel)
+            continue
+        result.files_seen += 1
+        try:
+            fd = safefs.open_regular_at(entry.dir_fd, entry.name)
+        except OSError:
+            continue  # swapped for a link or a FIFO since the walk saw it
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(64)
             fmt = sniff(head)
             if fmt is None:
-                if _promises_binary(name) and head:
-                    fakes.append(rel)
+                if _promises_binary(entry.name) and head:
+                    result.not_binaries.append(entry.rel)
                 continue
-            if is_probe(rel):
-                probes.append(rel)
-                continue
-            artifacts.extend(describe_file(full, rel, fmt))
-    return ScanResult(artifacts, probes, fakes, seen)
+            found = describe_file(f, entry.rel, fmt, root=root)
+        if is_probe(entry.rel):
+            result.probes_excluded.append(entry.rel)
+            result.probe_artifacts.extend(found)
+        else:
+            result.artifacts.extend(found)
+    return result
 
 
 def _promises_binary(name: str) -> bool:
@@ -141,21 +167,20 @@ def _plausible_coff(head: bytes) -> bool:
     return 0 < nsections < 4096 and opt_size == 0
 
 
-def describe_file(full: str, rel: str, fmt: str) -> list[Artifact]:
+def describe_file(f, rel: str, fmt: str, *, root: Path) -> list[Artifact]:
+    """Describe the open regular file F (at REL below ROOT) of format FMT."""
     try:
+        f.seek(0)
         if fmt == "elf":
-            with open(full, "rb") as f:
-                return [describe_elf(f, rel)]
+            return [describe_elf(f, rel)]
         if fmt in ("ar", "thin-ar"):
-            return describe_archive(full, rel, thin=fmt == "thin-ar")
+            return describe_archive(f, rel, thin=fmt == "thin-ar", root=root)
         if fmt == "pe":
-            return [describe_pe(full, rel)]
+            return [describe_pe(f, rel)]
         if fmt == "macho":
-            with open(full, "rb") as f:
-                return [describe_macho(f.read(4096), rel)]
+            return [describe_macho(f.read(4096), rel)]
         if fmt == "coff":
-            with open(full, "rb") as f:
-                return [describe_coff(f.read(20), rel)]
+            return [describe_coff(f.read(20), rel)]
     except (ELFError, pefile.PEFormatError, struct.error, OSError, ValueError) as e:
         return [Artifact(path=rel, format=fmt, kind="unknown", problems=[f"unreadable {fmt}: {e}"])]
     return []
@@ -171,7 +196,7 @@ def _arm_float_abi(e_flags: int, is_object: bool) -> str | None:
     return None
 
 
-def _describe_object_header(head: bytes, rel: str) -> Artifact | None:
+def _describe_object_header(head: bytes, rel: str, size: int) -> Artifact | None:
     """An ET_REL file described from its 64-byte header alone (objects carry no segments, dynamic section or
     symbol versions); None for any other ELF type. pyelftools costs ~10 ms a file, most of a build tree's scan."""
     if len(head) < 52 or head[4] not in (1, 2) or head[5] not in (1, 2):
@@ -180,17 +205,32 @@ def _describe_object_header(head: bytes, rel: str) -> Artifact | None:
     e_type, e_machine = struct.unpack(order + "HH", head[16:20])
     if e_type != 1:  # ET_REL
         return None
-    flags_at = 36 if head[4] == 1 else 48
+    is32 = head[4] == 1
+    flags_at = 36 if is32 else 48
     e_flags = struct.unpack(order + "I", head[flags_at:flags_at + 4])[0]
+    e_shoff = struct.unpack(order + ("I" if is32 else "Q"), head[32:36] if is32 else head[40:48])[0]
+    e_shentsize, e_shnum = struct.unpack(order + "HH", head[46:50] if is32 else head[58:62])
     machine = _E_MACHINE_NAMES.get(e_machine, hex(e_machine))
-    return Artifact(path=rel, format="elf", kind="object", machine=machine, bits=32 if head[4] == 1 else 64,
-                    endian="little" if head[5] == 1 else "big", os_abi=_EI_OSABI_NAMES.get(head[7], hex(head[7])),
-                    float_abi=_arm_float_abi(e_flags, True) if machine == "EM_ARM" else None)
+    a = Artifact(path=rel, format="elf", kind="object", machine=machine, bits=32 if is32 else 64,
+                 endian="little" if head[5] == 1 else "big", os_abi=_EI_OSABI_NAMES.get(head[7], hex(head[7])),
+                 float_abi=_arm_float_abi(e_flags, True) if machine == "EM_ARM" else None)
+    if e_shnum == 0 or e_shoff == 0 or e_shoff + e_shnum * e_shentsize > size:
+        a.problems.append("not a sound object file: its section headers are missing or lie outside the file")
+    return a
+
+
+def _stream_size(stream) -> int:
+    here = stream.tell()
+    stream.seek(0, os.SEEK_END)
+    size = stream.tell()
+    stream.seek(here)
+    return size
 
 
 def describe_elf(stream, rel: str) -> Artifact:
     start = stream.tell()
-    quick = _describe_object_header(stream.read(64), rel)
+    size = _stream_size(stream) - start
+    quick = _describe_object_header(stream.read(64), rel, size)
     if quick is not None:
         return quick
     stream.seek(start)
@@ -200,9 +240,15 @@ def describe_elf(stream, rel: str) -> Artifact:
                  endian="little" if elf.little_endian else "big", os_abi=h["e_ident"]["EI_OSABI"])
     etype = h["e_type"]
     interp = None
+    executable_ranges = []
     for seg in elf.iter_segments():
+        if seg["p_offset"] + seg["p_filesz"] > size:
+            a.problems.append(f"not a sound ELF file: a {seg['p_type']} segment lies outside the file")
+            return a
         if seg["p_type"] == "PT_INTERP":
             interp = seg.get_interp_name()
+        elif seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1 and seg["p_filesz"] > 0:  # PF_X
+            executable_ranges.append((seg["p_vaddr"], seg["p_vaddr"] + seg["p_filesz"]))
     dyn = elf.get_section_by_name(".dynamic")
     flags_1 = 0
     soname = None
@@ -226,6 +272,12 @@ def describe_elf(stream, rel: str) -> Artifact:
             a.linkage = "dynamic" if interp else "static-pie"
         else:
             a.kind = "shared_library"
+    if a.kind in ("executable", "shared_library"):
+        a.code = bool(executable_ranges)
+        if not executable_ranges:
+            a.problems.append("no code: no loadable executable segment with bytes in the file")
+        elif a.kind == "executable" and not any(lo <= h["e_entry"] < hi for lo, hi in executable_ranges):
+            a.problems.append(f"entry point {h['e_entry']:#x} lies outside its executable code")
     if interp:
         a.interpreter = interp
         a.libc = "musl" if "ld-musl" in interp else "glibc" if "ld-linux" in interp else None
@@ -240,21 +292,20 @@ def describe_elf(stream, rel: str) -> Artifact:
     return a
 
 
-def dynamic_symbols(path: str | Path) -> tuple[set[str], set[str]]:
-    """(exported, required) dynamic symbols of an ELF file; weak references are not required."""
+def dynamic_symbols(f) -> tuple[set[str], set[str]]:
+    """(exported, required) dynamic symbols of an open ELF file; weak references are not required."""
     exported: set[str] = set()
     required: set[str] = set()
-    with open(path, "rb") as f:
-        dynsym = ELFFile(f).get_section_by_name(".dynsym")
-        for sym in dynsym.iter_symbols() if dynsym is not None else ():
-            bind = sym["st_info"]["bind"]
-            if not sym.name or bind == "STB_LOCAL":
-                continue
-            if sym["st_shndx"] == "SHN_UNDEF":
-                if bind == "STB_GLOBAL":
-                    required.add(sym.name)
-            elif sym["st_other"]["visibility"] in ("STV_DEFAULT", "STV_PROTECTED"):
-                exported.add(sym.name)
+    dynsym = ELFFile(f).get_section_by_name(".dynsym")
+    for sym in dynsym.iter_symbols() if dynsym is not None else ():
+        bind = sym["st_info"]["bind"]
+        if not sym.name or bind == "STB_LOCAL":
+            continue
+        if sym["st_shndx"] == "SHN_UNDEF":
+            if bind == "STB_GLOBAL":
+                required.add(sym.name)
+        elif sym["st_other"]["visibility"] in ("STV_DEFAULT", "STV_PROTECTED"):
+            exported.add(sym.name)
     return exported, required
 
 
@@ -262,18 +313,28 @@ def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("_", 1)[1].split(".") if x.isdigit())
 
 
-def describe_pe(full: str, rel: str) -> Artifact:
-    pe = pefile.PE(full, fast_load=True)
+def describe_pe(f, rel: str) -> Artifact:
+    data = f.read(MAX_ARCHIVE_BYTES + 1)
+    if len(data) > MAX_ARCHIVE_BYTES:
+        return Artifact(path=rel, format="pe", kind="unknown", problems=["too large to check"])
+    pe = pefile.PE(data=data, fast_load=True)
     try:
         machine = pe.FILE_HEADER.Machine
         dll = bool(pe.FILE_HEADER.Characteristics & 0x2000)
         subsystem = pefile.SUBSYSTEM_TYPE.get(pe.OPTIONAL_HEADER.Subsystem, str(pe.OPTIONAL_HEADER.Subsystem))
-        return Artifact(
+        a = Artifact(
             path=rel, format="pe", kind="shared_library" if dll else "executable",
             machine=_ELF_MACHINE_OF_PE.get(machine, hex(machine)),
             bits=64 if pe.OPTIONAL_HEADER.Magic == 0x20B else 32, endian="little",
             subsystem=subsystem.removeprefix("IMAGE_SUBSYSTEM_").lower(),
         )
+        code = [sec for sec in pe.sections if sec.Characteristics & 0x20000000 and sec.SizeOfRawData > 0]  # EXECUTE
+        if any(sec.PointerToRawData + sec.SizeOfRawData > len(data) for sec in pe.sections):
+            a.problems.append("not a sound PE file: a section lies outside the file")
+        a.code = bool(code)
+        if not code:
+            a.problems.append("no code: no executable section with bytes in the file")
+        return a
     finally:
         pe.close()
 
@@ -332,29 +393,33 @@ def iter_ar_members(data: bytes, thin: bool):
         pos = body + advance + (advance & 1)
 
 
-def describe_archive(full: str, rel: str, thin: bool) -> list[Artifact]:
-    with open(full, "rb") as f:
-        data = f.read()
+def describe_archive(f, rel: str, thin: bool, *, root: Path) -> list[Artifact]:
     archive = Artifact(path=rel, format="thin-ar" if thin else "ar", kind="static_library", members=0)
+    data = f.read(MAX_ARCHIVE_BYTES + 1)
+    if len(data) > MAX_ARCHIVE_BYTES:
+        archive.problems.append(f"larger than {MAX_ARCHIVE_BYTES >> 20} MiB: too large to check")
+        return [archive]
     out = [archive]
     machines = set()
+    budget = MAX_ARCHIVE_BYTES
     for name, start, size in iter_ar_members(data, thin):
         member_rel = f"{rel}({name})"
-        if thin:
-            member_path = os.path.join(os.path.dirname(full), name)
+        if thin:  # members are files next to the archive: only regular files inside the scanned tree
+            member = os.path.normpath(os.path.join(os.path.dirname(rel), name))
             try:
-                with open(member_path, "rb") as mf:
-                    blob = mf.read()
-            except OSError:
-                archive.problems.append(f"thin archive member {name} is missing")
+                blob = safefs.read_bytes(root, member, max_bytes=budget)
+            except OSError as e:
+                archive.problems.append(f"thin archive member {name} cannot be checked: "
+                                        f"{e.strerror or e}" + (f" ({e.filename})" if e.filename else ""))
                 continue
+            budget -= len(blob)
         else:
             blob = data[start:start + size]
         fmt = sniff(blob[:64])
         if fmt == "elf":
             try:
                 m = describe_elf(io.BytesIO(blob), member_rel)
-            except ELFError as e:
+            except (ELFError, struct.error, ValueError) as e:
                 m = Artifact(path=member_rel, format="elf", kind="object", problems=[f"unreadable ELF: {e}"])
         elif fmt == "coff":
             m = describe_coff(blob[:20], member_rel)

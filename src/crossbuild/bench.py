@@ -52,7 +52,7 @@ def run(target: Target, source: str = "debian:zlib", repeats: int = 3, scan_copi
         ws = workspace.prepare(source, root / "ws")
         tc = Toolchain.for_target(target, ws.root).materialise()
         env = tc.env.as_dict()
-        box = sandbox.for_workspace(ws.root, prefix=tc.prefix, zig_cache=tc.zig_cache)
+        box = sandbox.for_toolchain(tc)
         tree = ws.root / "tree"
         # warm zig's cache for this target and flags so neither side pays the one-off libc build
         _fresh_copy(ws.src, tree)

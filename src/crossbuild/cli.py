@@ -95,7 +95,8 @@ def env(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Write the toolchain files for TARGET and print the BuildEnv, to cross-build by hand."""
-    tc = Toolchain.for_target(_target(target), workspace_dir, prefix=prefix).materialise()
+    # a person's own shell: zig writes the shared cache directly (no sandbox, no layer)
+    tc = Toolchain.for_target(_target(target), workspace_dir, prefix=prefix, isolated=False).materialise()
     if shell:
         print(tc.env.shell_exports())
         return
@@ -128,7 +129,7 @@ def verify(
     t = _target(target)
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
-    report = run_verify(directory, t, run_tests=not no_run, allow_host=allow_host)
+    report = run_verify(directory.resolve(), t, run_tests=not no_run, allow_host=allow_host)
     _print_report(report, as_json)
     raise typer.Exit(0 if report.ok else 1)
 
@@ -151,7 +152,7 @@ def quick(
         chosen = recipes.detect(ws.src) if system == "auto" else system
         tc = Toolchain.for_target(t, ws.root).materialise()
         steps = recipes.steps_for(chosen, tc)
-        box = sandbox.for_workspace(ws.root, prefix=tc.prefix, zig_cache=tc.zig_cache, backend=sandbox_backend)
+        box = sandbox.for_toolchain(tc, backend=sandbox_backend)
     except (workspace.SourceError, recipes.NoBuildSystemError, RuntimeError) as e:
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None
@@ -183,6 +184,10 @@ def mcp(
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8765, "--port"),
     sandbox_backend: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap | none"),
+    roots: list[Path] = typer.Option([], "--root", help="A folder clients may copy projects from and keep "
+                                     "workspaces in (repeatable; default: the current folder)."),
+    token_file: Path = typer.Option(None, "--token-file", help="HTTP: read the bearer token from this file "
+                                    "(or set $CROSSBUILD_MCP_TOKEN); default: a new one, printed at start."),
 ) -> None:
     """Serve crossbuild's guarded tools over MCP, for agents such as Claude Code or Cursor."""
     from . import mcp_server
@@ -197,12 +202,23 @@ def mcp(
         _target(target)  # unknown targets fail here, with close matches, before the server starts
         default = (source, str(workspace_dir) if workspace_dir else None, target) if (source or workspace_dir) \
             else None
-    app_ = mcp_server.CrossbuildMCP(default=default, sandbox_backend=sandbox_backend)
+    for r in roots:
+        if not r.is_dir():
+            raise typer.BadParameter(f"{r} is not a folder", param_hint="--root")
+    app_ = mcp_server.CrossbuildMCP(default=default, sandbox_backend=sandbox_backend, roots=roots or None)
     if transport == "stdio":
         mcp_server.serve_stdio(app_)
     else:
-        err.print(f"crossbuild MCP server on http://{host}:{port}/mcp")
-        mcp_server.serve_http(app_, host=host, port=port)
+        try:
+            token, origin = mcp_server.http_token(token_file)
+        except (OSError, ValueError) as e:
+            raise typer.BadParameter(str(e), param_hint="--token-file") from None
+        err.print(f"crossbuild MCP server on http://{host}:{port}/mcp (roots: {', '.join(map(str, app_.roots))})")
+        if origin == "generated":
+            err.print(f"bearer token (send `Authorization: Bearer <token>`; shown once): {token}")
+        else:
+            err.print(f"bearer token {origin}")
+        mcp_server.serve_http(app_, token=token, host=host, port=port)
 
 
 @app.command("musl-loader")

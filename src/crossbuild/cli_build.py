@@ -41,7 +41,11 @@ class LiveProgress:
             return
         d = e.data
         t = f"[dim]{time.monotonic() - self.start:6.1f}s[/]"
-        if e.kind == "run_started":
+        if e.kind == "workspace_prepared" and d["left_out"]:
+            shown = ", ".join(d["left_out"][:8]) + (f" and {len(d['left_out']) - 8} more" if len(d["left_out"]) > 8
+                                                    else "")
+            console.print(f"[yellow]not copied into the workspace:[/] {escape(shown)}", highlight=False)
+        elif e.kind == "run_started":
             console.print(f"run [bold]{d['run_id']}[/] · model {d['model']} · target {d['target']} · {d['workspace']}")
         elif e.kind == "tool_call":
             args = d["arguments"]
@@ -99,6 +103,9 @@ def build_command(
     parallel: bool = typer.Option(None, "--parallel-tool-calls/--no-parallel-tool-calls", rich_help_panel="Model"),
     temperature: float = typer.Option(None, "--temperature", rich_help_panel="Model"),
     seed: int = typer.Option(None, "--seed", rich_help_panel="Model"),
+    dep_source: list[str] = typer.Option([], "--dep-source", help="NAME=PATH: build dependency NAME from this "
+                                         "local folder or tarball (repeatable). Only you can name such paths; the "
+                                         "agent and builds can only ask for names."),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON (no live progress)."),
 ) -> None:
     """Cross-build SOURCE with an agent until the verifier accepts it. Exit 0 only when verified."""
@@ -107,7 +114,7 @@ def build_command(
     t = _target(target)
     req = BuildRequest(source=source, target=t, budgets=Budgets(max_steps=max_steps), db=db,
                        workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None, jobs=jobs,
-                       keep=keep, sandbox_backend=sandbox_backend,
+                       keep=keep, sandbox_backend=sandbox_backend, dep_sources=_dep_sources(dep_source),
                        model=ModelConfig(spec=model, base_url=base_url, strict=strict, tool_choice=tool_choice,
                                          parallel_tool_calls=parallel, temperature=temperature, seed=seed))
     progress = LiveProgress(quiet=as_json)
@@ -152,6 +159,20 @@ def build_command(
         where = ctx.root / outcome.output_dir if outcome.output_dir else ctx.root
         console.print(f"artifacts: {where}\nrun id: {outcome.run_id} (crossbuild runs show {outcome.run_id})")
     raise typer.Exit(0 if outcome.ok else 1)
+
+
+def _dep_sources(specs: list[str]) -> dict[str, str]:
+    """--dep-source NAME=PATH options: each PATH must exist (a folder or a tarball)."""
+    out = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise typer.BadParameter(f"{spec!r}: use NAME=PATH, e.g. zlib=../zlib-1.3", param_hint="--dep-source")
+        real = Path(path).expanduser().resolve()
+        if not real.exists():
+            raise typer.BadParameter(f"{path} does not exist", param_hint="--dep-source")
+        out[name] = str(real)
+    return out
 
 
 def _open_db(db: Path | None):

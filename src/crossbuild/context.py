@@ -64,7 +64,7 @@ class RunContext:
         root.mkdir(parents=True, exist_ok=True)
         tc = Toolchain.for_target(target, root, prefix=prefix).materialise()
         Path(tc.prefix).mkdir(parents=True, exist_ok=True)
-        box = sandbox_mod.for_workspace(root, prefix=tc.prefix, zig_cache=tc.zig_cache, backend=sandbox_backend)
+        box = sandbox_mod.for_toolchain(tc, backend=sandbox_backend)
         return cls(root=root, target=target, toolchain=tc, sandbox=box, kb=kb,
                    command_limits=command_limits or Limits(), jobs=jobs or os.cpu_count() or 2)
 
@@ -77,8 +77,12 @@ class RunContext:
         return self.root / ".xbuild"
 
     def next_log(self, stem: str) -> Path:
-        """A fresh log file under .xbuild/logs/ (numbered, so every command's full output stays on disk)."""
-        return self.toolchain.logs / f"{next(self._log_seq):04d}-{stem}.log"
+        """A fresh log file under .xbuild/logs/ (numbered, so every command's full output stays on disk; a reopened
+        workspace continues after the logs it already has)."""
+        while True:
+            path = self.toolchain.logs / f"{next(self._log_seq):04d}-{stem}.log"
+            if not os.path.lexists(path):
+                return path
 
     def path_lock(self, real_path: Path) -> threading.Lock:
         """Calls that touch the same file are serialised by a lock per real path."""

@@ -10,6 +10,7 @@ import os
 import platform
 import shutil
 import sys
+from importlib import metadata
 from pathlib import Path
 
 
@@ -35,6 +36,14 @@ def zig_executable() -> Path | None:
         return None
     exe = Path(spec.origin).parent / ("zig.exe" if os.name == "nt" else "zig")
     return exe if exe.exists() else None
+
+
+def zig_version() -> str:
+    """The pinned zig's version (from the `ziglang` package), part of every cache key."""
+    try:
+        return metadata.version("ziglang")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def python_dirs() -> list[Path]:

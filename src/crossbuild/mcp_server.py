@@ -2,11 +2,15 @@
 
 Tool calls go through the very same `Toolset.dispatch` as the agent loop; failures come back as `isError` results
 with the actionable message, unknown tools as protocol errors. Each session can pick its own workspace and target
-with `open_workspace`.
+with `open_workspace`, confined to the roots the user gave (`--root`); over HTTP every request needs the bearer
+token.
 """
 
 from __future__ import annotations
 
+import hmac
+import os
+import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +25,7 @@ from pydantic import Field, ValidationError
 from . import __version__, kb, workspace
 from .context import RunContext
 from .targets import UnknownTargetError, parse_target
-from .tools import Toolset, default_toolset
+from .tools import Toolset, default_toolset, paths
 from .tools.base import Tool, ToolArgs, ToolResult, _schema_error
 from .tools.schemas import input_schema, mcp_annotations
 
@@ -33,10 +37,13 @@ run_command into build/, then call verify. If no workspace is open, call open_wo
 class OpenWorkspaceArgs(ToolArgs):
     target: str = Field(description="Target to build for, e.g. aarch64-linux-musl, riscv64-linux-musl, "
                                     "x86_64-windows-gnu (see `crossbuild targets`).")
-    source: str | None = Field(None, description="Project to copy into a new workspace: a folder, a tarball, a git "
-                                                 "URL or debian:NAME[=VERSION].")
-    workspace: str | None = Field(None, description="An existing crossbuild workspace (a folder with src/) to keep "
-                                                    "working in, or a new empty folder (with source).")
+    source: str | None = Field(None, max_length=4096,
+                               description="Project to copy into a new workspace: a folder or tarball inside one of "
+                                           "the server's roots, a git URL, or debian:NAME[=VERSION].")
+    workspace: str | None = Field(None, max_length=4096,
+                                  description="An existing crossbuild workspace (a folder with src/ and .xbuild/) "
+                                              "to keep working in, or a new empty folder (with source). Must lie "
+                                              "inside one of the server's roots.")
 
 
 def _not_dispatched(ctx: Any, args: Any, auth: Any) -> ToolResult:  # pragma: no cover - handled by the server
@@ -59,14 +66,21 @@ class SessionState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+class OutsideRoots(PermissionError):
+    """A client named a host path outside the server's roots."""
+
+
 class CrossbuildMCP:
     """Per-session RunContexts around one shared Toolset."""
 
     def __init__(self, *, default: tuple[str | None, str | None, str] | None = None, runs_dir: Path | None = None,
-                 sandbox_backend: str = "auto", toolset: Toolset | None = None):
+                 sandbox_backend: str = "auto", toolset: Toolset | None = None, roots: list[Path] | None = None):
         self.toolset = toolset or default_toolset()
-        self.default = default  # (source, workspace, target) from the command line
-        self.runs_dir = runs_dir or Path("crossbuild-runs")
+        self.default = default  # (source, workspace, target) from the command line: the user's, not confined
+        # the only folders a client may copy from or work in (the user's --root options; default: here)
+        self.roots = [Path(r).resolve() for r in (roots or [Path.cwd()])]
+        runs_dir = (runs_dir or Path("crossbuild-runs")).resolve()
+        self.runs_dir = runs_dir if self._inside_roots(runs_dir) else self.roots[0] / "crossbuild-runs"
         self.sandbox_backend = sandbox_backend
         self.knowledge = kb.load()
         self._sessions: dict[str, SessionState] = {}
@@ -131,7 +145,7 @@ class CrossbuildMCP:
         with self._guard:
             if self._shared_default is None:
                 source, ws, target = self.default
-                self._shared_default = self._make_ctx(source, ws, target)
+                self._shared_default = self._make_ctx(source, ws, target)[0]
             return self._shared_default
 
     def _open_workspace(self, state: SessionState, arguments: dict[str, Any]) -> ToolResult:
@@ -143,25 +157,64 @@ class CrossbuildMCP:
             return ToolResult(ok=False, error_type="invalid_arguments", message="give a source or a workspace.",
                               hint="source: a folder, tarball, git URL or debian:NAME; workspace: a folder with src/")
         try:
-            new = self._make_ctx(args.source, args.workspace, args.target)
+            self._check_client_paths(args)
+            new, left_out = self._make_ctx(args.source, args.workspace, args.target)
+        except OutsideRoots as e:
+            return ToolResult(ok=False, error_type="permission_denied", message=str(e),
+                              hint=f"use a folder inside {', '.join(map(str, self.roots))}, a git URL or debian:NAME; "
+                                   "the user can add folders with `crossbuild mcp --root DIR`")
         except UnknownTargetError as e:
             return ToolResult(ok=False, error_type="invalid_arguments", message=str(e),
                               hint="see the list with `crossbuild targets`")
         except (workspace.SourceError, ValueError) as e:
             return ToolResult(ok=False, error_type="not_found", message=str(e))
+        except OSError as e:  # e.g. a workspace whose .xbuild/ is a link: nothing is followed
+            return ToolResult(ok=False, error_type="permission_denied",
+                              message=f"cannot open that workspace: {e.strerror or e} ({e.filename})",
+                              hint="start a new workspace from the source instead")
         with state.lock:
             state.ctx = new
+        note = (f" Not copied: {', '.join(left_out[:8])}{' ...' if len(left_out) > 8 else ''} (credential and "
+                "special files never enter a workspace)." if left_out else "")
         return ToolResult(ok=True, message=f"workspace {new.root} is open for {new.target.name}; the project is in "
-                                           "src/. Next: build_status.",
-                          data={"workspace": str(new.root), "target": new.target.name})
+                                           f"src/.{note} Next: build_status.",
+                          data={"workspace": str(new.root), "target": new.target.name, "left_out": list(left_out)})
 
-    def _make_ctx(self, source: str | None, ws_dir: str | None, target_name: str) -> RunContext:
+    def _inside_roots(self, real: Path) -> bool:
+        return any(paths.is_within(real, r) for r in self.roots)
+
+    def _check_client_paths(self, args: OpenWorkspaceArgs) -> None:
+        """Host paths a client names must resolve (links followed) inside a root, by path component."""
+        named = []
+        if args.source and not workspace.is_remote(args.source):
+            named.append(("source", args.source))
+        if args.workspace:
+            named.append(("workspace", args.workspace))
+        for what, raw in named:
+            if "\0" in raw:
+                raise OutsideRoots(f"the {what} path contains a NUL byte")
+            try:
+                real = Path(os.path.realpath(Path(raw).expanduser()))
+            except OSError as e:
+                raise ValueError(f"{what} {raw[:120]!r} cannot be used as a path: {e.strerror}") from None
+            if not self._inside_roots(real):
+                raise OutsideRoots(f"{what} {raw[:200]!r} resolves to {real}, outside the folders this server may "
+                                   f"use ({', '.join(map(str, self.roots))})")
+        if args.workspace and not args.source:
+            real = Path(os.path.realpath(args.workspace))
+            if not ((real / "src").is_dir() and (real / ".xbuild").is_dir()):
+                raise ValueError(f"{real} is not a crossbuild workspace (it has no src/ and .xbuild/); pass the "
+                                 "project as source to copy it into a new workspace")
+
+    def _make_ctx(self, source: str | None, ws_dir: str | None, target_name: str) -> tuple[RunContext, tuple[str, ...]]:
+        """The session's RunContext, and what of the source was not copied into the workspace."""
         target = parse_target(target_name)
+        left_out: tuple[str, ...] = ()
         if source:
             root = Path(ws_dir) if ws_dir else workspace.new_root(self.runs_dir,
                                                                   f"{workspace.label_for(source)}-{target.name}")
             ws = workspace.prepare(source, root)
-            root = ws.root
+            root, left_out = ws.root, ws.left_out
         else:
             root = Path(ws_dir or ".").resolve()
             if not (root / "src").is_dir():
@@ -171,7 +224,7 @@ class CrossbuildMCP:
 
         ctx = RunContext.create(root, target, sandbox_backend=self.sandbox_backend, kb=self.knowledge)
         ctx.dependency_builder = DependencyBuilder(ctx)  # the same planner-driven dependency builds as the CLI
-        return ctx
+        return ctx, left_out
 
 
 def to_mcp_result(result: ToolResult) -> types.CallToolResult:
@@ -197,7 +250,49 @@ def serve_stdio(app: CrossbuildMCP) -> None:
     anyio.run(main)
 
 
-def serve_http(app: CrossbuildMCP, *, host: str = "127.0.0.1", port: int = 8765) -> None:
+class StaticTokenVerifier:
+    """The SDK's TokenVerifier for one bearer token the user holds (compared in constant time)."""
+
+    def __init__(self, token: str):
+        self._token = token.encode()
+
+    async def verify_token(self, token: str):
+        from mcp.server.auth.provider import AccessToken
+
+        if hmac.compare_digest(token.encode(), self._token):
+            return AccessToken(token=token, client_id="crossbuild-user", scopes=[])
+        return None
+
+
+TOKEN_ENV = "CROSSBUILD_MCP_TOKEN"
+
+
+def http_token(token_file: Path | None) -> tuple[str, str]:
+    """The bearer token HTTP clients must send, and where it came from: --token-file, $CROSSBUILD_MCP_TOKEN, or
+    a new random one (shown once when the server starts)."""
+    if token_file is not None:
+        token = token_file.read_text().strip()
+        if len(token) < 16:
+            raise ValueError(f"{token_file} holds a token of {len(token)} characters; use at least 16")
+        return token, f"from {token_file}"
+    if os.environ.get(TOKEN_ENV):
+        token = os.environ[TOKEN_ENV].strip()
+        if len(token) < 16:
+            raise ValueError(f"${TOKEN_ENV} holds a token of {len(token)} characters; use at least 16")
+        return token, f"from ${TOKEN_ENV}"
+    return secrets.token_urlsafe(32), "generated"
+
+
+def http_app(app: CrossbuildMCP, *, token: str, host: str = "127.0.0.1", port: int = 8765):
+    """The streamable-HTTP ASGI app; requests without `Authorization: Bearer TOKEN` get 401 (the SDK's bearer
+    middleware)."""
+    from mcp.server.auth.settings import AuthSettings
+
+    auth = AuthSettings(issuer_url=f"http://{host}:{port}", resource_server_url=None)
+    return app.server().streamable_http_app(host=host, auth=auth, token_verifier=StaticTokenVerifier(token))
+
+
+def serve_http(app: CrossbuildMCP, *, token: str, host: str = "127.0.0.1", port: int = 8765) -> None:
     import uvicorn
 
-    uvicorn.run(app.server().streamable_http_app(host=host), host=host, port=port, log_level="warning")
+    uvicorn.run(http_app(app, token=token, host=host, port=port), host=host, port=port, log_level="warning")

@@ -93,7 +93,7 @@ def build(target: Target, *, source: str = "debian:musl", force: bool = False,
         tc = Toolchain.for_target(target, ws.root, prefix=scratch / "prefix").materialise()
         crt = _localized_compiler_rt(_compiler_rt_archive(tc.zig, target.zig_target, scratch),
                                      ws.root / "libcompiler_rt-local.a")
-        box = sandbox.for_workspace(ws.root, prefix=tc.prefix, zig_cache=tc.zig_cache)
+        box = sandbox.for_toolchain(tc)
         env = tc.env.as_dict()
         steps = [
             ["./configure", f"--target={target.zig_target}", "--prefix=/", "--disable-static", f"CC={env['CC']}",

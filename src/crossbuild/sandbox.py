@@ -1,8 +1,9 @@
 """Process isolation for build commands: bubblewrap when it works here, else an unisolated fallback that says so.
 
 Every build command (configure, make, a project's own scripts) runs through `Sandbox.run`: read-only system,
-read-write workspace, prefix and zig cache only, private /tmp, no network, no real HOME; the whole process tree
-is killed on timeout, cancel or runaway output, and CPU, memory, file-size and process-count limits apply.
+a writable workspace whose `.xbuild/` (crossbuild's own files and logs) is read-only, a read-only per-target prefix
+and shared zig cache, private /tmp, no network, no real HOME; the whole process tree is killed on timeout, cancel
+or runaway output, and CPU, memory, file-size and process-count limits apply.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import host, musl_loader
+from . import host, musl_loader, safefs
+
+if TYPE_CHECKING:
+    from .toolchain import Toolchain
 
 # /etc entries a build needs (dynamic linker config, users for `id`, timezone, certificates for tools that
 # verify TLS); everything else under /etc, including shadow and ssh keys, stays invisible.
@@ -135,7 +140,8 @@ def _cgroup_targets(limits: Limits) -> list[tuple[Path, dict[str, str]]]:
 
 
 class Sandbox:
-    """Runs one command with a BuildEnv. Subclasses decide the isolation; limits and killing are shared."""
+    """Runs one command with a BuildEnv. Subclasses decide the isolation; limits and killing are shared.
+    RO_PATHS are mounted after RW_PATHS, so a read-only folder inside a writable one stays read-only."""
 
     backend = "none"
 
@@ -152,6 +158,8 @@ class Sandbox:
         cwd = Path(cwd).resolve()
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        # a fresh file, never one a build planted (O_EXCL|O_NOFOLLOW); log folders are read-only to builds
+        log_fd = safefs.create_new(log_path.parent, log_path.name)
         cgroup = CgroupLimiter(limits)
         as_root = os.geteuid() == 0
 
@@ -168,7 +176,7 @@ class Sandbox:
         start = time.monotonic()
         stopped: str | None = None
         written = 0
-        with open(log_path, "wb") as log:
+        with os.fdopen(log_fd, "wb") as log:
             header = f"$ {' '.join(argv)}\n# cwd: {cwd}  sandbox: {self.backend}\n".encode()
             log.write(header)
             proc = subprocess.Popen(
@@ -273,21 +281,29 @@ class BubblewrapSandbox(Sandbox):
             p = Path("/etc") / name
             if p.exists():
                 args += ["--ro-bind", str(p), str(p)]
-        for p in self.ro_paths:
-            if p.exists():
-                args += ["--ro-bind", str(p), str(p)]
         for p in self.rw_paths:
             p.mkdir(parents=True, exist_ok=True)
             args += ["--bind", str(p), str(p)]
+        for p in self.ro_paths:
+            if p.exists():
+                args += ["--ro-bind", str(p), str(p)]
         args += ["--chdir", str(cwd), "--", *argv]
         return args
 
 
-def for_workspace(workspace: str | Path, *, prefix: str | Path, zig_cache: str | Path,
-                  backend: str = "auto") -> Sandbox:
-    """The sandbox every build command of a run goes through (backend: auto | bubblewrap | none)."""
-    ro = [*host.python_dirs(), musl_loader.sysroots_root()]
-    rw = [workspace, prefix, zig_cache]
+def for_toolchain(toolchain: Toolchain, backend: str = "auto") -> Sandbox:
+    """The sandbox every build command of a workspace goes through (backend: auto | bubblewrap | none): the
+    workspace writable; its .xbuild/, the per-target prefix and the shared zig cache read-only."""
+    return _make([toolchain.workspace], [toolchain.xbuild, toolchain.prefix, toolchain.zig_cache], backend)
+
+
+def for_tree(root: str | Path, backend: str = "auto") -> Sandbox:
+    """A sandbox for running a tree's test programs when there is no workspace (`crossbuild verify DIR`)."""
+    return _make([root], [], backend)
+
+
+def _make(rw: Sequence[str | Path], ro: Sequence[str | Path], backend: str) -> Sandbox:
+    ro = [*host.python_dirs(), musl_loader.sysroots_root(), *ro]
     if backend == "none":
         return UnisolatedSandbox(rw_paths=rw, ro_paths=ro)
     status = probe()

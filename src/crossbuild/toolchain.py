@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from . import host, musl_loader
+from . import host, musl_loader, safefs, zigcache
 from .targets import Target
 
 ZIGWRAP = Path(__file__).with_name("zigwrap.py")
+XBUILD = ".xbuild"  # crossbuild's own files in a workspace: read-only to builds
+SCRATCH = ".scratch"  # what builds may write besides the project (HOME, TMPDIR, their zig cache layer)
 
 # Cache answers for configure run-tests that cannot run when cross-compiling; the values are what a current
 # Linux libc (glibc or musl) gives. Windows targets get the same file: these checks are about the C library.
@@ -70,11 +72,12 @@ class Toolchain:
     workspace: Path  # absolute; the .xbuild folder lives here
     prefix: Path  # per-target install prefix for dependencies; CMake/pkg-config search only here
     zig: Path
-    zig_cache: Path
+    zig_cache: Path  # the shared cache; builds see it read-only, through their own layer (zigcache)
+    isolated: bool = True  # False for a person's own shell (`crossbuild env`): zig writes the shared cache itself
 
     @classmethod
     def for_target(cls, target: Target, workspace: str | Path, *, prefix: str | Path | None = None,
-                   zig_cache: str | Path | None = None) -> Toolchain:
+                   zig_cache: str | Path | None = None, isolated: bool = True) -> Toolchain:
         zig = host.zig_executable()
         if zig is None:
             raise RuntimeError("zig is not installed: `pip install ziglang==0.17.1` (crossbuild pins its zig)")
@@ -85,6 +88,7 @@ class Toolchain:
             prefix=Path(prefix).resolve() if prefix else host.cache_root() / "prefix" / target.name,
             zig=zig,
             zig_cache=Path(zig_cache).resolve() if zig_cache else host.zig_cache_dir(),
+            isolated=isolated,
         )
 
     # -- locations -------------------------------------------------------------------------------------------
@@ -97,8 +101,23 @@ class Toolchain:
         return self.xbuild / "bin"
 
     @property
+    def scratch(self) -> Path:
+        """What builds may write besides the project: HOME, TMPDIR, the wrappers' log, the zig cache layer.
+        `.xbuild/` itself is read-only inside the sandbox; crossbuild never reads anything back from here."""
+        return self.workspace / SCRATCH
+
+    @property
     def home(self) -> Path:
-        return self.xbuild / "home"
+        return self.scratch / "home"
+
+    @property
+    def zig_layer(self) -> Path:
+        return self.scratch / "zig"
+
+    @property
+    def build_zig_cache(self) -> Path:
+        """The zig cache builds write: the private layer, or the shared cache itself when not isolated."""
+        return self.zig_layer if self.isolated else self.zig_cache
 
     @property
     def logs(self) -> Path:
@@ -132,17 +151,36 @@ class Toolchain:
         return qemu_sysroot(self.target)
 
     # -- the files -------------------------------------------------------------------------------------------
-    def materialise(self) -> Toolchain:
-        """Write `.xbuild/` (idempotent: rewriting gives the same files)."""
-        for d in (self.bindir, self.home, self.logs, self.xbuild / "tmp"):
-            d.mkdir(parents=True, exist_ok=True)
+    def materialise(self, *, warm: tuple[str, ...] = ("c", "c++")) -> Toolchain:
+        """Write `.xbuild/` and the scratch folder (idempotent: rewriting gives the same files). Nothing a build
+        left in the workspace is followed: every file goes through safefs below the workspace. For an isolated
+        toolchain, the shared zig cache is warmed for WARM languages on the host and a fresh layer is made."""
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        for d in (XBUILD, f"{XBUILD}/bin", f"{XBUILD}/logs"):  # a link here is an error, never followed
+            with safefs.open_dir(self.workspace, d, create=True):
+                pass
+        for d in (SCRATCH, f"{SCRATCH}/home", f"{SCRATCH}/tmp"):  # the build's own: whatever it left is reset
+            try:
+                with safefs.open_dir(self.workspace, d, create=True):
+                    pass
+            except safefs.UnsafePath:
+                safefs.remove_tree(self.workspace / d)
+                with safefs.open_dir(self.workspace, d, create=True):
+                    pass
         self.prefix.mkdir(parents=True, exist_ok=True)
         self.zig_cache.mkdir(parents=True, exist_ok=True)
         self._write_wrappers()
-        _write(self.cmake_toolchain_file, self.cmake_toolchain_text())
-        _write(self.meson_cross_file, self.meson_cross_text())
-        _write(self.config_site, CONFIG_SITE)
+        self._write(self.cmake_toolchain_file, self.cmake_toolchain_text())
+        self._write(self.meson_cross_file, self.meson_cross_text())
+        self._write(self.config_site, CONFIG_SITE)
+        if self.isolated:
+            zigcache.warm(self.target, languages=warm, shared=self.zig_cache, zig=self.zig)
+            zigcache.make_layer(self.zig_cache, self.workspace, f"{SCRATCH}/zig")
         return self
+
+    def _write(self, path: Path, text: str, *, executable: bool = False) -> None:
+        safefs.write_atomic(self.workspace, path.relative_to(self.workspace), text.encode(),
+                            mode=0o755 if executable else 0o644)
 
     def _wrapper_script(self, tool: str) -> str:
         t = self.target
@@ -153,13 +191,13 @@ class Toolchain:
     def _write_wrappers(self) -> None:
         t = self.target
         # A copy inside the workspace: the sandbox shows builds the workspace, not crossbuild's source tree.
-        _write(self.xbuild / ZIGWRAP.name, ZIGWRAP.read_text(encoding="utf-8"))
+        self._write(self.xbuild / ZIGWRAP.name, ZIGWRAP.read_text(encoding="utf-8"))
         tools = {"zcc": "cc", "zxx": "c++", "zar": "ar", "zranlib": "ranlib", "zstrip": "strip",
                  "zobjcopy": "objcopy", "zld": "ld"}
         if t.is_windows:
             tools.update({"zwindres": "windres", "zdlltool": "dlltool"})
         for name, tool in tools.items():
-            _write(self.bindir / name, self._wrapper_script(tool), executable=True)
+            self._write(self.bindir / name, self._wrapper_script(tool), executable=True)
         # Names autotools (AC_CHECK_TOOL) and Makefiles look for; plain cc/gcc/ld/nm stay the host's, since
         # CC_FOR_BUILD builds and the host compiler's own linker lookups must keep working.
         aliases = {"ar": "zar", "ranlib": "zranlib", "strip": "zstrip", "objcopy": "zobjcopy"}
@@ -172,17 +210,14 @@ class Toolchain:
             aliases.update({"windres": "zwindres", f"{triple}-windres": "zwindres", "dlltool": "zdlltool",
                             f"{triple}-dlltool": "zdlltool"})
         for alias, name in aliases.items():
-            link = self.bindir / alias
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(name)
+            safefs.symlink_atomic(self.workspace, f"{XBUILD}/bin/{alias}", name)
         host_pkg_config = shutil.which("pkg-config") or "/usr/bin/pkg-config"
         pkg = (
             "#!/bin/sh\n# pkg-config that sees only the per-target prefix, never the host's .pc files\n"
             f"PKG_CONFIG_LIBDIR={shlex.quote(self.pkg_config_libdir)} PKG_CONFIG_PATH= "
             f"PKG_CONFIG_SYSROOT_DIR={shlex.quote(str(self.prefix))} exec {shlex.quote(host_pkg_config)} \"$@\"\n"
         )
-        _write(self.bindir / "pkg-config", pkg, executable=True)
+        self._write(self.bindir / "pkg-config", pkg, executable=True)
         if self.emulator:
             qemu = host.find_tool(t.qemu) or t.qemu
             sysroot = self.qemu_sysroot()
@@ -190,7 +225,7 @@ class Toolchain:
                 "#!/bin/sh\n# run a target program under qemu-user with the target's loader and libraries\n"
                 f"exec {shlex.quote(qemu)} -L {shlex.quote(str(sysroot))} \"$@\"\n"
             )
-            _write(self.emulator, run, executable=True)
+            self._write(self.emulator, run, executable=True)
 
     def cmake_toolchain_text(self) -> str:
         t = self.target
@@ -268,7 +303,7 @@ class Toolchain:
         v: dict[str, str] = {
             "PATH": ":".join(dict.fromkeys(path_dirs)),
             "HOME": str(self.home),
-            "TMPDIR": str(self.xbuild / "tmp"),
+            "TMPDIR": str(self.scratch / "tmp"),
             "LC_ALL": "C",  # English messages, so failures match the knowledge base
             "SHELL": "/bin/sh",
             "CC": str(b / "zcc"),
@@ -290,12 +325,12 @@ class Toolchain:
             "CONFIG_SITE": str(self.config_site),
             "CMAKE_TOOLCHAIN_FILE": str(self.cmake_toolchain_file),
             "CMAKE_POLICY_VERSION_MINIMUM": "3.5",  # CMake 4 refuses older minimums, still common in the wild
-            "ZIG_GLOBAL_CACHE_DIR": str(self.zig_cache),
-            "ZIG_LOCAL_CACHE_DIR": str(self.zig_cache),
+            "ZIG_GLOBAL_CACHE_DIR": str(self.build_zig_cache),
+            "ZIG_LOCAL_CACHE_DIR": str(self.build_zig_cache),
             "CROSSBUILD_TARGET": t.name,
             "CROSSBUILD_HOST_TRIPLE": t.autotools_host,
             "CROSSBUILD_PREFIX": str(self.prefix),
-            "CROSSBUILD_WRAP_LOG": str(self.logs / "wrappers.log"),
+            "CROSSBUILD_WRAP_LOG": str(self.scratch / "wrappers.log"),
         }
         if host.find_tool("ninja"):
             v["CMAKE_GENERATOR"] = "Ninja"
@@ -316,11 +351,3 @@ def qemu_sysroot(target: Target) -> Path | None:
         return Path("/usr") / target.gnu_triple
     return musl_loader.sysroot_dir(target.arch)
 
-
-def _write(path: Path, text: str, *, executable: bool = False) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    if executable:
-        tmp.chmod(0o755)
-    tmp.replace(path)

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
 
-from . import host, musl_loader, sandbox
-from .artifacts import Artifact, check_artifact, dynamic_symbols, matches_any, scan_tree
+from . import host, musl_loader, safefs, sandbox
+from .artifacts import Artifact, ScanResult, check_artifact, dynamic_symbols, matches_any, scan_tree
 from .recipes import BuildStep
 from .sandbox import Limits, Sandbox
 from .targets import Target
@@ -48,6 +48,7 @@ class VerifyReport:
     artifacts: list[dict] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     probes_excluded: int = 0
+    probe_mismatches: list[str] = field(default_factory=list)  # probe-folder binaries not for the target
     not_binaries: list[str] = field(default_factory=list)
     allowed_host: list[str] = field(default_factory=list)
     smoke_runs: list[SmokeRun] = field(default_factory=list)
@@ -68,10 +69,10 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
            box: Sandbox | None = None, run_tests: bool = True, allow_host: list[str] | None = None,
            rebuild_steps: list[BuildStep] | None = None, rebuild_source: str = "src",
            smoke_timeout_s: float = 60.0) -> VerifyReport:
-    root = Path(root).resolve()
+    root = Path(os.path.abspath(root))
     report = VerifyReport(target=target.name, root=str(root))
-    if not root.is_dir():
-        report.reasons.append(f"{root} is not a directory")
+    if root.is_symlink() or not root.is_dir():  # a build may replace its output folder by a link to host files
+        report.reasons.append(f"{root} is {'a link' if root.is_symlink() else 'not a directory'}, not a build folder")
         return report
     allow_host = allow_host or []
 
@@ -82,9 +83,13 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         if not report.rebuild["ok"]:
             report.reasons.append(f"clean rebuild failed: {report.rebuild['error']}")
 
-    scan = scan_tree(root)
+    scan = scan_outputs(root, toolchain)
     report.probes_excluded = len(scan.probes_excluded)
+    report.probe_mismatches = [f"{a.path}: {'; '.join(p)}" for a in scan.probe_artifacts
+                               if (p := check_artifact(a, target))]
     report.not_binaries = scan.not_binaries
+    if scan.incomplete:
+        report.reasons.append(f"the artifact scan is incomplete: {scan.incomplete}")
     bad: list[tuple[Artifact, list[str]]] = []
     for a in scan.artifacts:
         problems = check_artifact(a, target)
@@ -117,7 +122,12 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     if run_tests:
         box = box or _default_box(root, toolchain)
         report.sandbox = box.backend
-        report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s)
+        if toolchain is not None:
+            log_dir = Path(tempfile.mkdtemp(prefix="verify-", dir=toolchain.logs))
+            report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, log_dir)
+        else:
+            with tempfile.TemporaryDirectory(prefix="crossbuild-verify-") as tmp:
+                report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, Path(tmp))
         for run in report.smoke_runs:
             if run.skipped is None and not run.passed and not run.needs_arguments:
                 why = run.stopped or f"exit {run.exit_code}"
@@ -126,23 +136,32 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     return report
 
 
-def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
+def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
+    """scan_tree, leaving out crossbuild's own folders (.xbuild/, .scratch/) when ROOT holds the workspace's."""
+    prune = set()
     if toolchain is not None:
-        return sandbox.for_workspace(toolchain.workspace, prefix=toolchain.prefix, zig_cache=toolchain.zig_cache)
-    return sandbox.for_workspace(root, prefix=root, zig_cache=root)
+        for own in (toolchain.xbuild, toolchain.scratch):
+            if own.parent == root:
+                prune.add(own.name)
+    return scan_tree(root, prune=frozenset(prune))
+
+
+def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
+    return sandbox.for_toolchain(toolchain) if toolchain is not None else sandbox.for_tree(root)
 
 
 def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, source: str,
                    box: Sandbox | None) -> dict:
     """Replay the recorded steps on a fresh copy of the pristine source, in a second workspace
-    (`.xbuild/rebuild/`); absolute paths into the original workspace are remapped to the copy."""
+    (`.xbuild/rebuild/`, which builds cannot write); absolute paths into the original workspace are remapped to
+    the copy. The copy takes folders, files and links as they are, never following one."""
     original_ws = toolchain.workspace
     fresh_ws = toolchain.xbuild / "rebuild"
-    shutil.rmtree(fresh_ws, ignore_errors=True)
-    shutil.copytree(original_ws / source, fresh_ws / source, symlinks=True)
+    safefs.remove_tree(fresh_ws)
+    copied = safefs.copy_tree(original_ws / source, original_ws, Path(".xbuild", "rebuild", source))
     fresh = Toolchain.for_target(toolchain.target, fresh_ws, prefix=toolchain.prefix,
                                  zig_cache=toolchain.zig_cache).materialise()
-    box = box or sandbox.for_workspace(fresh_ws, prefix=fresh.prefix, zig_cache=fresh.zig_cache)
+    box = sandbox.for_toolchain(fresh, backend=box.backend if box is not None else "auto")
     env = fresh.env.as_dict()
     for i, step in enumerate(steps):
         argv = [a.replace(str(original_ws), str(fresh_ws)) for a in step.argv]
@@ -151,17 +170,19 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
                       log_path=fresh.logs / f"rebuild-{i + 1}.log")
         if not res.ok:
             return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
+                    "not_copied": copied.skipped[:20],
                     "error": f"`{' '.join(argv)}` {res.stopped or f'exit {res.returncode}'} (log {res.log_path})"}
     try:
         rel_root = root.relative_to(original_ws)
     except ValueError:
         rel_root = Path(".")
     linked = ("executable", "shared_library", "static_library", "import_library")  # objects are intermediate
-    rebuilt = {a.path for a in scan_tree(fresh_ws / rel_root).artifacts if a.kind in linked}
-    original = {a.path for a in scan_tree(root).artifacts if a.kind in linked}
+    rebuilt = {a.path for a in scan_outputs(fresh_ws / rel_root, fresh).artifacts if a.kind in linked}
+    original = {a.path for a in scan_outputs(root, toolchain).artifacts if a.kind in linked}
     missing = sorted(original - rebuilt)
     ok = bool(rebuilt) and not missing
     return {"ok": ok, "steps": [str(s) for s in steps], "workspace": str(fresh_ws), "artifacts": len(rebuilt),
+            "not_copied": copied.skipped[:20],
             "error": None if ok else ("rebuild produced no binaries" if not rebuilt
                                       else f"rebuild lacks {', '.join(missing[:5])}")}
 
@@ -193,13 +214,14 @@ def _musl_version(target: Target) -> str:
     return "musl " + (stamp.read_text().strip() if stamp.exists() else "?")
 
 
-def _unresolved_by_loader(exe: Path, lib_dirs: list[str], target: Target) -> list[str]:
-    """Symbols `exe` and the tree's shared libraries require that neither they nor the loader provide."""
-    provided, required = dynamic_symbols(musl_loader.loader_path(target.arch))[0], set()
-    libs = (p for d in lib_dirs for p in Path(d).iterdir() if ".so" in p.name and p.is_file() and not p.is_symlink())
-    for path in [exe, *libs]:
+def _unresolved_by_loader(root: Path, exe_rel: str, lib_rels: list[str], target: Target) -> list[str]:
+    """Symbols the program and the tree's shared libraries require that neither they nor the loader provide."""
+    with open(musl_loader.loader_path(target.arch), "rb") as f:
+        provided, required = dynamic_symbols(f)[0], set()
+    for rel in [exe_rel, *lib_rels]:
         try:
-            exported, needs = dynamic_symbols(path)
+            with os.fdopen(safefs.open_regular(root, rel), "rb") as f:
+                exported, needs = dynamic_symbols(f)
         except (OSError, ELFError):
             continue
         provided |= exported
@@ -207,15 +229,16 @@ def _unresolved_by_loader(exe: Path, lib_dirs: list[str], target: Target) -> lis
     return sorted(required - provided)
 
 
-def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, timeout: float) -> list[SmokeRun]:
+def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, timeout: float,
+                log_dir: Path) -> list[SmokeRun]:
     candidates = [a for a in report.artifacts
                   if a["ok"] and a["kind"] == "executable" and "(" not in a["path"] and is_testlike(a["path"])]
     runs: list[SmokeRun] = []
     prefix, why_not = qemu_command(target)
-    lib_dirs = sorted({str((root / a["path"]).parent) for a in report.artifacts
-                       if a["ok"] and a["kind"] == "shared_library" and "(" not in a["path"]})
-    log_dir = root / ".xbuild-verify"
-    for a in candidates[:MAX_SMOKE_RUNS]:
+    lib_rels = sorted(a["path"] for a in report.artifacts
+                      if a["ok"] and a["kind"] == "shared_library" and "(" not in a["path"])
+    lib_dirs = sorted({str((root / rel).parent) for rel in lib_rels})
+    for i, a in enumerate(candidates[:MAX_SMOKE_RUNS], 1):
         exe = root / a["path"]
         run = SmokeRun(path=a["path"], command=[str(exe)])
         if prefix is None:
@@ -230,7 +253,7 @@ def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, 
                 runs.append(run)
                 continue
             if target.libc == "musl":
-                missing = _unresolved_by_loader(exe, lib_dirs, target)
+                missing = _unresolved_by_loader(root, a["path"], lib_rels, target)
                 if missing:
                     run.skipped = (f"needs {', '.join(missing[:4])}, which the cached musl loader "
                                    f"({_musl_version(target)}) lacks: zig links against a newer musl")
@@ -241,11 +264,12 @@ def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, 
         argv.append(str(exe))
         run.command = argv
         env = {"PATH": "/usr/bin:/bin", "HOME": str(exe.parent), "LC_ALL": "C"}
-        res = box.run(argv, cwd=exe.parent, env=env, log_path=log_dir / (a["path"].replace(os.sep, "_") + ".log"),
+        log_name = f"{i:02d}-{Path(a['path']).name[:80]}.log"
+        res = box.run(argv, cwd=exe.parent, env=env, log_path=log_dir / log_name,
                       limits=Limits(timeout_s=timeout, max_output_bytes=4 << 20))
         run.exit_code, run.stopped, run.duration_s = res.returncode, res.stopped, round(res.duration_s, 3)
         run.passed = res.ok
-        text = Path(res.log_path).read_text(errors="replace").splitlines()
+        text = safefs.read_text(log_dir, log_name, max_bytes=5 << 20).splitlines()
         run.output_tail = "\n".join(text[2:][-8:])
         run.needs_arguments = not run.passed and is_usage_message(res.returncode, text[2:])
         runs.append(run)

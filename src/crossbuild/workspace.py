@@ -4,6 +4,7 @@ a git URL or `debian:NAME[=VERSION]`. The original source is never modified.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 import shutil
@@ -13,7 +14,22 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import host
+from . import host, safefs
+
+# Files a build never needs and a model must never read: they are not copied into workspaces, and the tools refuse
+# them by name even if one appears later.
+CREDENTIAL_PATTERNS = (".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks",
+                       "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials",
+                       ".npmrc", ".pypirc", ".pgpass", "credentials", "credentials.json", "*.kdbx", ".htpasswd",
+                       "secrets.*", ".dockercfg")
+CREDENTIAL_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube")
+
+
+def is_credential(path: str | Path) -> bool:
+    p = Path(path)
+    if any(part in CREDENTIAL_DIRS for part in p.parts):
+        return True
+    return any(fnmatch.fnmatchcase(p.name, pat) for pat in CREDENTIAL_PATTERNS)
 
 
 class SourceError(ValueError):
@@ -23,6 +39,7 @@ class SourceError(ValueError):
 @dataclass(frozen=True)
 class Workspace:
     root: Path
+    left_out: tuple[str, ...] = ()  # files of the source not copied in (credentials, FIFOs...), with why
 
     @property
     def src(self) -> Path:
@@ -48,8 +65,13 @@ def label_for(source: str) -> str:
     return source.removeprefix("debian:").rstrip("/").split("/")[-1] or "run"
 
 
+def safe_label(label: str) -> str:
+    """LABEL as a folder name: anything but letters, digits and . _ + ~ - becomes '-' (a colon, a slash...)."""
+    return re.sub(r"[^A-Za-z0-9._+~-]+", "-", label).strip("-.")[:60] or "run"
+
+
 def new_root(runs_dir: Path, label: str) -> Path:
-    label = re.sub(r"[^A-Za-z0-9._+~-]+", "-", label).strip("-.") or "run"
+    label = safe_label(label)
     root = runs_dir / f"{check_name(label[:60])}-{time.strftime('%Y%m%d-%H%M%S')}"
     n = 1
     while root.exists():
@@ -58,38 +80,60 @@ def new_root(runs_dir: Path, label: str) -> Path:
     return root
 
 
+def is_remote(source: str) -> bool:
+    """debian:NAME and git URLs: sources that name no host path."""
+    return source.startswith("debian:") or bool(re.match(r"^(https?|git|ssh)://|^git@", source)) \
+        or (source.endswith(".git") and not Path(source).expanduser().exists())
+
+
 def prepare(source: str, root: str | Path) -> Workspace:
-    """Make `root/src` from SOURCE. Raises SourceError with an actionable message."""
+    """Make `root/src` from SOURCE. Raises SourceError with an actionable message. Credential files (keys,
+    tokens, .env) and special files are not copied; the returned Workspace lists them in `left_out`."""
     ws = Workspace(Path(root).resolve())
     if ws.src.exists():
         raise SourceError(f"{ws.src} already exists: choose a new workspace folder")
     created = not ws.root.exists()
     ws.root.mkdir(parents=True, exist_ok=True)
     try:
-        _fill(source, ws)
+        left_out = _fill(source, ws)
+        left_out += _drop_credentials(ws.src)
     except BaseException:
         if created:  # a source that cannot be prepared leaves nothing behind
             shutil.rmtree(ws.root, ignore_errors=True)
         raise
-    return ws
+    return Workspace(ws.root, tuple(left_out))
 
 
-def _fill(source: str, ws: Workspace) -> None:
+def _fill(source: str, ws: Workspace) -> list[str]:
     if source.startswith("debian:"):
         _from_debian(source.removeprefix("debian:"), ws)
-    elif re.match(r"^(https?|git|ssh)://|^git@", source) or source.endswith(".git"):
+    elif is_remote(source):
         _from_git(source, ws)
     else:
-        path = Path(source).expanduser()
+        path = Path(source).expanduser().resolve()  # the user's own path; below it, nothing is followed
         if not path.exists():
             raise SourceError(f"source {source!r} does not exist (give a folder, a tarball, a git URL or "
                               "debian:NAME[=VERSION])")
         if path.is_dir():
-            shutil.copytree(path, ws.src, symlinks=True, ignore=shutil.ignore_patterns(".xbuild"))
-        elif tarfile.is_tarfile(path):
+            copied = safefs.copy_tree(path, ws.root, "src", links="keep",
+                                      skip=lambda rel: rel == ".xbuild" or is_credential(rel))
+            return [f"{rel} ({'credential file' if why == 'left out' else why})" for rel, why in copied.skipped
+                    if rel != ".xbuild"]
+        if tarfile.is_tarfile(path):
             _from_tarball(path, ws)
         else:
             raise SourceError(f"{source} is neither a folder nor a tarball")
+    return []
+
+
+def _drop_credentials(src: Path) -> list[str]:
+    """Delete credential files a download or an archive brought in (they are never needed to build)."""
+    found = [e.rel for e in safefs.walk_files(src) if is_credential(e.rel)]
+    for rel in found:
+        parts = Path(rel).parts
+        top = next((i for i, part in enumerate(parts) if part in CREDENTIAL_DIRS), None)
+        safefs.remove_tree(src.joinpath(*parts[:top + 1]) if top is not None else src / rel)
+    return [f"{rel} (credential file)" for rel in found]
 
 
 def _from_tarball(path: Path, ws: Workspace) -> None:

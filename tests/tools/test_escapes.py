@@ -80,6 +80,52 @@ def test_parent_folder_swapped_for_a_symlink_before_the_write(ctx, tmp_path):
     assert not (tmp_path / "w" / "demo-backup" / "f.txt").exists()
 
 
+def test_read_racing_a_symlink_swap_never_returns_the_outside_file(ctx, call, tmp_path):
+    """A build flips a file between a regular file and a link out, as fast as it can, while the model reads it: the
+    check and the open are one step (no link followed below the workspace), so the secret never comes back."""
+    import threading
+
+    victim = ctx.root / "src" / "flip.txt"
+    victim.write_text("inside\n")
+    stop = threading.Event()
+    flips = 0
+
+    def flip() -> None:
+        nonlocal flips
+        while not stop.is_set():
+            tmp = victim.with_name(".flip.tmp")
+            os.symlink(tmp_path / "outside.txt", tmp)
+            os.replace(tmp, victim)
+            victim.with_name(".flip.reg").write_text("inside\n")
+            os.replace(victim.with_name(".flip.reg"), victim)
+            flips += 2
+
+    t = threading.Thread(target=flip)
+    t.start()
+    try:
+        results = [call("read_file", {"path": "src/flip.txt"}) for _ in range(1500)]
+    finally:
+        stop.set()
+        t.join()
+    assert flips > 100 and any(r.error_type == "permission_denied" for r in results)  # the race was on
+    assert not any("outside secret" in r.render() for r in results)
+    assert any(r.ok and "inside" in r.message for r in results)  # the file is readable when it is a file
+    odd = [r.render() for r in results if not r.ok and r.error_type not in ("permission_denied", "not_found")]
+    assert not odd, odd[:3]  # never internal
+
+
+@pytest.mark.parametrize("path", ["x" * 6000, "src/" + "a/" * 3000, "src/" + "b" * 300 + ".c"])
+def test_absurd_paths_are_argument_errors_not_internal(call, path):
+    for name, args in (("read_file", {"path": path}), ("list_files", {"path": path}),
+                       ("write_file", {"path": path, "content": "x"}), ("edit_file", {"path": path, "edits": [
+                           {"old": "a", "new": "b"}]}), ("run_command", {"command": "ls", "cwd": path}),
+                       ("verify", {"path": path})):
+        r = call(name, args)
+        assert not r.ok and r.error_type in ("invalid_arguments", "not_found"), (name, r.render()[:300])
+    r = call("run_command", {"command": f"ls {path}"})  # a plain argument is the program's to judge
+    assert not r.ok and r.error_type == "command_failed" and not r.internal
+
+
 @pytest.mark.parametrize("name", [".env", ".env.local", "deploy.pem", "tls.key", "id_rsa", "id_ed25519.pub",
                                   ".netrc", ".git-credentials", ".ssh/config"])
 def test_credential_files_inside_the_workspace(ctx, call, name):

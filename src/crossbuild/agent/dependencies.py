@@ -3,13 +3,12 @@ in its own workspace for the prefix, stage the install, cache it, move it into t
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import deps, workspace
+from .. import deps, safefs, workspace
 from ..context import RunContext
 from ..models.planner import Planner
 from ..trace import Trace
@@ -35,17 +34,18 @@ class DependencyBuilder:
     """Bound into a RunContext as `dependency_builder`; the build_dependency tool calls it."""
 
     def __init__(self, ctx: RunContext, *, trace: Trace | None = None, on_event: EventSink = ignore,
-                 max_depth: int = MAX_DEPTH):
+                 max_depth: int = MAX_DEPTH, user_sources: dict[str, str] | None = None):
         self.ctx = ctx
         self.trace = trace
         self.emit = on_event
         self.max_depth = max_depth
+        self.user_sources = dict(user_sources or {})  # name -> local folder or tarball, vouched for by the user
 
     def __call__(self, name: str, version: str | None = None) -> DependencyOutcome:
         start = time.monotonic()
         ctx = self.ctx
         try:
-            pkg = deps.resolve(name)
+            pkg = deps.resolve(name, self.user_sources)
         except deps.UnknownDependencyError as e:
             return DependencyOutcome(False, name, "", str(e))
         target = ctx.target.name
@@ -82,11 +82,12 @@ class DependencyBuilder:
         source = pkg.source if ":" in pkg.source or "/" in pkg.source else f"debian:{pkg.source}"
         if version and source.startswith("debian:"):
             source += f"={version}"
-        tmp = Path(tempfile.mkdtemp(prefix=f"dep-{pkg.source}-", dir=ctx.root / ".xbuild"))
+        # inside .xbuild/, which the project's own build cannot write
+        tmp = Path(tempfile.mkdtemp(prefix=f"dep-{workspace.safe_label(Path(pkg.source).name)}-", dir=ctx.xbuild))
         try:
             ws = workspace.prepare(source, tmp / "ws")
         except workspace.SourceError as e:
-            shutil.rmtree(tmp, ignore_errors=True)
+            safefs.remove_tree(tmp)
             return DependencyOutcome(False, pkg.source, pkg.source, f"cannot get {source}: {e}")
         stage = tmp / "ws" / "stage"
         sub = RunContext.create(ws.root, ctx.target, prefix=ctx.prefix, kb=ctx.kb, jobs=ctx.jobs,
@@ -95,7 +96,8 @@ class DependencyBuilder:
         sub.destdir = stage
         sub.depth = ctx.depth + 1
         sub.cancel = ctx.cancel
-        sub.dependency_builder = DependencyBuilder(sub, trace=self.trace, on_event=self.emit, max_depth=self.max_depth)
+        sub.dependency_builder = DependencyBuilder(sub, trace=self.trace, on_event=self.emit, max_depth=self.max_depth,
+                                                   user_sources=self.user_sources)
         self.emit(Event("dependency_started", {"source": source, "depth": sub.depth}))
         outcome = Agent(Planner(), sub, source=source, trace=self.trace, on_event=self.emit,
                         budgets=Budgets(max_steps=40), config={"dependency_of": str(ctx.root)}).run()
@@ -107,7 +109,7 @@ class DependencyBuilder:
                                      f"(run {outcome.run_id}, workspace {ws.root})")
         entry = deps.store(ctx.target.name, pkg.source, version, staged, prefix=ctx.prefix,
                            build_s=time.monotonic() - start, run_id=outcome.run_id)
-        shutil.rmtree(tmp, ignore_errors=True)
+        safefs.remove_tree(tmp)
         return entry
 
 

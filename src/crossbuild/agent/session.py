@@ -3,12 +3,11 @@ Shared by the CLI and the evaluation harness."""
 
 from __future__ import annotations
 
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import kb, workspace
+from .. import kb, safefs, workspace
 from ..context import RunContext
 from ..models import ModelConfig, ScriptedModel, make_model
 from ..targets import Target
@@ -32,6 +31,7 @@ class BuildRequest:
     keep: bool = False
     sandbox_backend: str = "auto"
     prefix: Path | None = None
+    dep_sources: dict[str, str] = field(default_factory=dict)  # name -> local source the user vouches for
 
 
 def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.Event | None = None,
@@ -43,6 +43,7 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
         "provider_retry", {"attempt": n, "reason": t.reason, "delay_s": round(d, 2)})))
     root = req.workspace_dir or workspace.new_root(req.runs_dir, f"{workspace.label_for(req.source)}-{req.target.name}")
     ws = workspace.prepare(req.source, root)
+    on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": list(ws.left_out)}))
     ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
                             kb=kb.load(), jobs=req.jobs)
     if cancel is not None:
@@ -50,15 +51,17 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
     if isinstance(model, ScriptedModel):
         model.rebase(ctx.root)
     trace = Trace(req.db or default_path())
-    ctx.dependency_builder = DependencyBuilder(ctx, trace=trace, on_event=on_event)
+    ctx.dependency_builder = DependencyBuilder(ctx, trace=trace, on_event=on_event, user_sources=req.dep_sources)
     config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
-              "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix)}
+              "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": list(ws.left_out),
+              "dep_sources": req.dep_sources}
     try:
         agent = Agent(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
                       config=config, run_id=run_id or new_run_id())
         outcome = agent.run()
     finally:
         trace.close()
-    if not req.keep:  # the clean-rebuild copy duplicates the workspace; the build itself stays for inspection
-        shutil.rmtree(ctx.xbuild / "rebuild", ignore_errors=True)
+    if not req.keep:  # the clean-rebuild copy and the zig cache layer are bulk; the build stays for inspection
+        safefs.remove_tree(ctx.xbuild / "rebuild")
+        safefs.remove_tree(ctx.toolchain.zig_layer)
     return outcome, ctx

@@ -14,12 +14,12 @@ import time
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cache
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 
-from .. import host
+from .. import host, safefs
 
 
 class UnknownDependencyError(ValueError):
@@ -52,37 +52,48 @@ def _key(name: str) -> str:
     return n
 
 
-def resolve(name: str) -> Package:
-    """The source package for what a failing build asked for: ZLIB, zlib.h, PNG::PNG, libzstd, absl ..."""
+_DEBIAN_NAME = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")  # Debian policy 5.6.1 (source package names)
+
+
+def resolve(name: str, user_sources: dict[str, str] | None = None) -> Package:
+    """The source package for what a failing build asked for: ZLIB, zlib.h, PNG::PNG, libzstd, absl,
+    debian:NAME... Names come from a model or a build's output, so they never name a host path or a URL: a local
+    folder or tarball comes only from USER_SOURCES (name -> path, given by the user on the command line)."""
+    user_sources = user_sources or {}
+    if name in user_sources:
+        return Package(user_sources[name])
     packages, names = _mapping()
     if name in packages:
         return packages[name]
     found = names.get(_key(name))
     if found:
         return packages[found]
-    if name.startswith(("debian:", "/", "./")) or name.endswith((".tar.gz", ".tar.xz", ".tgz")):
-        return Package(name)  # an explicit source: used as is
+    if name.startswith("debian:"):
+        source = name.removeprefix("debian:")
+        if not _DEBIAN_NAME.match(source):
+            raise UnknownDependencyError(f"{name!r} is not a Debian source package name (lowercase letters, digits "
+                                         "and . + -, e.g. debian:zlib).")
+        return packages.get(source, Package(source))
+    if "/" in name or name.startswith(("~", ".")) or "://" in name or name.endswith((".tar.gz", ".tar.xz", ".tgz")):
+        raise UnknownDependencyError(
+            f"{name[:200]!r} is a path or a URL; dependencies are named, never fetched from a path a build printed "
+            "or a model chose. Give what the build asks for (a CMake package, a pkg-config module, a header or "
+            "library name) or debian:NAME; a local source can only be vouched for by the user "
+            "(crossbuild build --dep-source NAME=PATH).")
     import difflib
 
     close = difflib.get_close_matches(_key(name), list(names), n=4)
     raise UnknownDependencyError(
         f"no known source package provides {name!r}" + (f"; close: {', '.join(close)}" if close else "")
-        + ". Give a Debian source package name (debian:NAME), a local folder or a tarball instead.")
+        + ". Give a Debian source package name instead (debian:NAME).")
 
 
 def deps_root() -> Path:
     return host.cache_root() / "deps"
 
 
-def zig_version() -> str:
-    try:
-        return metadata.version("ziglang")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def cache_key(target: str, source: str, version: str | None, options: dict | None = None) -> str:
-    raw = json.dumps({"target": target, "source": source, "version": version or "default", "zig": zig_version(),
+    raw = json.dumps({"target": target, "source": source, "version": version or "default", "zig": host.zig_version(),
                       "options": options or {}}, sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
@@ -98,6 +109,7 @@ class CachedDependency:
     built_at: float
     build_s: float
     run_id: str | None = None
+    rejected: list[str] = field(default_factory=list)  # what the staged install held that was not taken
 
     @property
     def dir(self) -> Path:
@@ -118,17 +130,19 @@ def lookup(target: str, source: str, version: str | None, options: dict | None =
 
 def store(target: str, source: str, version: str | None, staged_prefix: Path, *, prefix: Path, build_s: float,
           run_id: str | None, options: dict | None = None) -> CachedDependency:
-    """Move a staged install (DESTDIR/<prefix>) into the cache, atomically (build elsewhere, rename in)."""
+    """Copy a staged install (DESTDIR/<prefix>, written by a build) into the cache and rename it in atomically.
+    The copy is checked: folders, regular files and links that stay inside the tree only; whatever else the
+    build left there (links out, FIFOs, devices) is not copied and is listed in `rejected`."""
     key = cache_key(target, source, version, options)
     entry = CachedDependency(target=target, source=source, version=version, key=key, prefix=str(prefix), files=[],
                              built_at=time.time(), build_s=build_s, run_id=run_id)
     final = entry.dir
     tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "tree").parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(staged_prefix, tmp / "tree", symlinks=True)
-    entry.files = sorted(str(p.relative_to(tmp / "tree")) for p in (tmp / "tree").rglob("*")
-                         if p.is_file() or p.is_symlink())
+    safefs.remove_tree(tmp)
+    tmp.mkdir(parents=True)
+    copied = safefs.copy_tree(staged_prefix, tmp, "tree", links="internal")
+    entry.rejected = [f"{rel} ({why})" for rel, why in copied.skipped]
+    entry.files = sorted(e.rel for e in safefs.walk_files(tmp / "tree"))
     (tmp / "manifest.json").write_text(json.dumps(asdict(entry), indent=1))
     with _lock(final.with_suffix(".lock")):
         if final.exists():

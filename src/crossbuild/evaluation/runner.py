@@ -177,7 +177,7 @@ def _functional(project: Project, ws: Path, outcome: dict[str, Any]) -> bool:
     from ..toolchain import Toolchain
 
     tc = Toolchain.for_target(parse_target(outcome["verify"]["target"]), ws)
-    box = sandbox.for_workspace(ws, prefix=tc.prefix, zig_cache=tc.zig_cache)
+    box = sandbox.for_toolchain(tc)
     log = ws / ".xbuild" / "logs" / "functional.log"
     res = box.run([str(runner), str(candidates[0]), *check.args], cwd=candidates[0].parent, env=tc.env.as_dict(),
                   log_path=log, limits=sandbox.Limits(timeout_s=60))

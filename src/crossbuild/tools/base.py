@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .. import safefs
 from ..context import RunContext
 
 # error_type values; the loop and the trace read these, never the message text.
@@ -155,6 +156,11 @@ class Toolset:
             return tool.run(ctx, args, authorized)
         except ToolFailure as f:
             return ToolResult(ok=False, error_type=f.error_type, message=f.message, hint=f.hint, data=f.data)
+        except safefs.UnsafePath as e:  # a path the build turned into a link or special file under our feet
+            return ToolResult(ok=False, error_type=PERMISSION_DENIED,
+                              message=f"{e.filename} is {e.strerror}; crossbuild does not follow links or open "
+                                      "special files a build left in the workspace.",
+                              hint="work with regular files inside the workspace")
 
 
 def parse_arguments(raw: Any) -> dict[str, Any] | ToolResult:

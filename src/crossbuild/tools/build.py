@@ -9,11 +9,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from .. import recipes
-from ..artifacts import check_artifact, scan_tree
+from .. import recipes, safefs
+from ..artifacts import check_artifact
 from ..context import RunContext
 from ..recipes import BuildStep
-from ..verify import verify
+from ..verify import scan_outputs, verify
 from . import paths
 from .base import BadArguments, Tool, ToolArgs, ToolResult
 
@@ -71,7 +71,7 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
             lines.append(f"  [{status}] {shlex.join(c.argv)} (cwd {c.cwd}; log {c.log})")
     artifacts = fitting = 0
     if build.is_dir():
-        scan = scan_tree(build)
+        scan = scan_outputs(build, ctx.toolchain)
         linked = [a for a in scan.artifacts if a.kind in ("executable", "shared_library", "static_library")]
         artifacts = len(linked)
         fitting = sum(1 for a in linked if not check_artifact(a, ctx.target))
@@ -96,11 +96,12 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
 
 def project_options(build: Path) -> dict[str, str]:
     """The project's own on/off options from a configured CMake cache (not CMake's own CMAKE_* ones)."""
-    cache = build / "CMakeCache.txt"
-    if not cache.is_file():
+    try:  # written by the build: no link followed, bounded
+        text = safefs.read_text(build, "CMakeCache.txt", max_bytes=16 << 20)
+    except OSError:
         return {}
     out = {}
-    for line in cache.read_text(errors="replace").splitlines():
+    for line in text.splitlines():
         m = re.match(r"^([A-Za-z][A-Za-z0-9_]*):BOOL=(.*)$", line)
         if m and not m.group(1).startswith(("CMAKE_", "FETCHCONTENT_")):
             out[m.group(1)] = m.group(2)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import io
 import os
-import secrets
 import stat
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from .. import safefs
 from ..artifacts import sniff
 from ..context import RunContext
 from . import paths
@@ -22,6 +23,7 @@ READ_MAX_CHARS = 24_000
 LINE_MAX_CHARS = 2_000
 DIFF_MAX_CHARS = 6_000
 WRITE_MAX_CHARS = 2_000_000
+EDIT_MAX_BYTES = 8 << 20
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "CMakeFiles", ".deps", ".libs"}
 
 
@@ -91,17 +93,34 @@ class ReadFileArgs(ToolArgs):
                        description=f"Lines to read (at most {READ_MAX_LINES}).")
 
 
+def open_in_workspace(ctx: RunContext, real: Path, shown: str) -> int:
+    """A descriptor of the regular file REAL (already resolved inside the workspace), opened again below the
+    workspace without following any link: a file swapped for a link or a FIFO after the check is refused."""
+    try:
+        return safefs.open_regular(ctx.root, real.relative_to(ctx.root))
+    except safefs.UnsafePath as e:
+        raise PermissionDenied(f"{shown} cannot be opened: {e.strerror} ({e.filename}).",
+                               hint="only regular files inside the workspace can be read; links are not followed") \
+            from None
+    except FileNotFoundError:
+        raise NotFound(f"{shown} does not exist (any more).", hint="call list_files to see what exists") from None
+
+
 def _read_file(ctx: RunContext, args: ReadFileArgs, real: Path) -> ToolResult:
     if real.is_dir():
         raise BadArguments(f"{args.path} is a folder.", hint="use list_files to see what it contains")
-    with open(real, "rb") as f:
-        head = f.read(8192)
+    with os.fdopen(open_in_workspace(ctx, real, args.path), "rb") as raw:
+        return _read_text(args, raw)
+
+
+def _read_text(args: ReadFileArgs, raw) -> ToolResult:
+    head = raw.read(8192)
     if b"\0" in head:
         kind = sniff(head)
         what = {"elf": "an ELF binary", "ar": "an ar archive (static library)", "thin-ar": "a thin ar archive",
                 "pe": "a Windows PE binary", "coff": "a COFF object", "macho": "a Mach-O binary"}.get(kind or "",
                                                                                               "a binary file")
-        raise ToolFailure(f"{args.path} is {what} ({real.stat().st_size} bytes), not text.",
+        raise ToolFailure(f"{args.path} is {what} ({os.fstat(raw.fileno()).st_size} bytes), not text.",
                           hint="inspect binaries with run_command: file, readelf -h, nm, objdump -p",
                           binary=kind or "unknown")
     out: list[str] = []
@@ -110,7 +129,8 @@ def _read_file(ctx: RunContext, args: ReadFileArgs, real: Path) -> ToolResult:
     total = 0
     cut_lines = 0
     stop = args.offset + args.limit - 1
-    with open(real, encoding="utf-8", errors="replace", newline="") as f:
+    raw.seek(0)
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as f:
         for total, line in enumerate(f, 1):
             if total < args.offset or total > stop or chars >= READ_MAX_CHARS:
                 continue
@@ -149,42 +169,20 @@ def _authorize_write(ctx: RunContext, args: WriteFileArgs | EditFileArgs) -> Pat
 
 
 def atomic_write(ctx: RunContext, real: Path, data: bytes) -> None:
-    """Write via a temp file + rename inside a parent opened once and re-checked, so neither a symlink swapped in for
-    the file (rename replaces the link itself) nor one swapped in for a parent folder can redirect the write."""
-    parent = real.parent
-    missing = []
-    while not parent.exists():
-        missing.append(parent)
-        parent = parent.parent
-    for d in reversed(missing):
-        os.mkdir(d)
-    fd = os.open(real.parent, os.O_RDONLY | os.O_DIRECTORY)
+    """Write via a temp file + rename, every folder below the workspace opened without following links: neither a
+    link swapped in for the file (the rename replaces the link itself) nor one swapped in for a folder can
+    redirect the write. An existing file keeps its permissions."""
+    rel = real.relative_to(ctx.root)
     try:
-        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
-        if not paths.is_within(opened, ctx.root):
-            raise PermissionDenied(f"{paths.display(ctx, real.parent)} now leads outside the workspace ({opened}).",
-                                   hint="a folder was replaced by a symlink; nothing was written")
+        st = os.lstat(real)
+        mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else 0o644
+    except FileNotFoundError:
         mode = 0o644
-        try:
-            st = os.stat(real.name, dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode):
-                mode = stat.S_IMODE(st.st_mode)
-        except FileNotFoundError:
-            pass
-        tmp = f".{real.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-        tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=fd)
-        try:
-            with os.fdopen(tfd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, real.name, src_dir_fd=fd, dst_dir_fd=fd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=fd)
-            except FileNotFoundError:
-                pass
-            raise
-    finally:
-        os.close(fd)
+    try:
+        safefs.write_atomic(ctx.root, rel, data, mode=mode)
+    except safefs.UnsafePath as e:
+        raise PermissionDenied(f"{paths.display(ctx, real.parent)} now leads outside the workspace ({e.filename} "
+                               "is a link).", hint="a folder was replaced by a symlink; nothing was written") from None
 
 
 def _write_file(ctx: RunContext, args: WriteFileArgs, real: Path) -> ToolResult:
@@ -192,7 +190,10 @@ def _write_file(ctx: RunContext, args: WriteFileArgs, real: Path) -> ToolResult:
         raise BadArguments(f"{args.path} is a folder.", hint="give the path of a file inside it")
     with ctx.path_lock(real):
         existed = real.is_file()
-        old = real.read_text(errors="replace") if existed else ""
+        old = ""
+        if existed:
+            with os.fdopen(open_in_workspace(ctx, real, args.path), "rb") as f:
+                old = f.read(EDIT_MAX_BYTES).decode(errors="replace")
         atomic_write(ctx, real, args.content.encode())
     new_lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
     shown = paths.display(ctx, real)
@@ -223,7 +224,11 @@ def _edit_file(ctx: RunContext, args: EditFileArgs, real: Path) -> ToolResult:
     if not real.is_file():
         raise BadArguments(f"{args.path} is not a regular file.")
     with ctx.path_lock(real):
-        raw = real.read_bytes()
+        with os.fdopen(open_in_workspace(ctx, real, args.path), "rb") as f:
+            if os.fstat(f.fileno()).st_size > EDIT_MAX_BYTES:
+                raise BadArguments(f"{args.path} is larger than {EDIT_MAX_BYTES >> 20} MiB; edit_file changes "
+                                   "source and build files.", hint="edit a smaller file")
+            raw = f.read(EDIT_MAX_BYTES + 1)
         if b"\0" in raw[:8192]:
             raise ToolFailure(f"{args.path} is binary; edit_file changes text files only.")
         bom = raw.startswith(b"\xef\xbb\xbf")

@@ -3,31 +3,20 @@
 
 from __future__ import annotations
 
-import fnmatch
+import errno
 import os
 from pathlib import Path
 
 from ..context import RunContext
-from .base import NotFound, PermissionDenied
+from ..workspace import is_credential
+from .base import BadArguments, NotFound, PermissionDenied
 
-# Files a build never needs and a model must never read or write, even inside the workspace.
-CREDENTIAL_PATTERNS = (".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks",
-                       "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials",
-                       ".npmrc", ".pypirc", ".pgpass", "credentials", "credentials.json", "*.kdbx", ".htpasswd",
-                       "secrets.*", ".dockercfg")
-CREDENTIAL_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube")
+MAX_PATH_CHARS = 4096
+NAME_MAX = 255  # bytes in one path component (Linux)
 
 HOST_PATH_WHY = ("host paths are useless for a cross build: /usr/include and /usr/lib hold headers and libraries for "
                  "the build machine, not the target, and the toolchain's own headers, libc and the per-target "
                  "prefix are already wired into CC, CMake, Meson and pkg-config")
-
-
-def is_credential(path: str | Path) -> bool:
-    p = Path(path)
-    if any(part in CREDENTIAL_DIRS for part in p.parts):
-        return True
-    name = p.name
-    return any(fnmatch.fnmatchcase(name, pat) for pat in CREDENTIAL_PATTERNS)
 
 
 def is_within(path: Path, root: Path) -> bool:
@@ -52,10 +41,23 @@ def resolve(ctx: RunContext, path: str, *, write: bool = False, must_exist: bool
     roots = roots or (ctx.root,)
     if "\0" in path:
         raise PermissionDenied("the path contains a NUL byte.", hint="use a plain relative path such as src/main.c")
+    if len(path) > MAX_PATH_CHARS or any(len(os.fsencode(part)) > NAME_MAX for part in path.split("/")):
+        raise BadArguments(f"the path is too long ({len(path)} characters; at most {MAX_PATH_CHARS}, and "
+                           f"{NAME_MAX} bytes per name).",
+                           hint="use a short path relative to the workspace, such as src/main.c")
     base = cwd or ctx.root
     raw = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
     joined = raw if raw.is_absolute() else base / raw
-    real = Path(os.path.realpath(joined))
+    try:
+        real = Path(os.path.realpath(joined))
+        exists = os.path.lexists(real)
+    except OSError as e:
+        if e.errno in (errno.ENAMETOOLONG, errno.ELOOP):
+            raise BadArguments(f"{path[:120]!r} cannot be used as a path: {e.strerror}.",
+                               hint="use a short path relative to the workspace, such as src/main.c") from None
+        # a link swapped in or out while it was being resolved (a build running beside the call)
+        raise NotFound(f"{path[:120]!r} changed while it was being checked ({e.strerror}); nothing was read.",
+                       hint="call again once the build that changes it has finished") from None
     if not any(is_within(real, r) for r in roots):
         _deny_outside(ctx, path, joined, real, roots)
     if is_credential(real) or is_credential(joined):
@@ -69,7 +71,7 @@ def resolve(ctx: RunContext, path: str, *, write: bool = False, must_exist: bool
                 f"{path!r} is inside .xbuild/, the toolchain crossbuild generated for {ctx.target.name}.",
                 hint="change the project instead (its build files or configure/cmake arguments); the wrappers and "
                      "toolchain files are regenerated for every run")
-    if must_exist and not os.path.lexists(real):
+    if must_exist and not exists:
         parent = real.parent
         near = sorted(p.name for p in parent.iterdir())[:20] if parent.is_dir() else []
         raise NotFound(f"{display(ctx, real)} does not exist.",

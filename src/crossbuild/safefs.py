@@ -1,0 +1,329 @@
+"""Host-side access to trees a build can write (workspace, build outputs, staged installs): never follow a link,
+accept only the file types asked for, bound every read. Every such access in crossbuild goes through here.
+
+Paths are split into an ANCHOR the host trusts (a folder crossbuild made, or the user named) and a path below it;
+every component below the anchor is opened with O_NOFOLLOW relative to its parent's descriptor, so a link or a
+FIFO swapped in at any moment makes the call fail instead of leading elsewhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: a FIFO never blocks the open
+
+
+class UnsafePath(OSError):
+    """A path below the anchor is a link, a special file, outside the anchor, or too large."""
+
+
+def _parts(rel: str | Path) -> list[str]:
+    p = Path(rel)
+    if p.is_absolute():
+        raise UnsafePath(errno.EPERM, "an absolute path where a path below the anchor was expected", str(rel))
+    parts = [x for x in p.parts if x not in ("", ".")]
+    if ".." in parts:
+        raise UnsafePath(errno.EPERM, "'..' climbs out of the anchor", str(rel))
+    return parts
+
+
+def _open_dir_chain(anchor_fd: int, parts: list[str], *, create: bool = False, mode: int = 0o755) -> int:
+    """A descriptor of anchor/parts[0]/..., each opened without following links (created when asked)."""
+    fd = os.dup(anchor_fd)
+    try:
+        for name in parts:
+            try:
+                nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, mode, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnsafePath(errno.ELOOP, "a link or a non-folder where a folder was expected", name) from None
+                raise
+            os.close(fd)
+            fd = nfd
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextmanager
+def open_dir(anchor: str | Path, rel: str | Path = ".", *, create: bool = False) -> Iterator[int]:
+    """A directory descriptor for ANCHOR/REL with no link followed below ANCHOR (made when `create`)."""
+    anchor = Path(anchor)
+    if create:
+        anchor.mkdir(parents=True, exist_ok=True)
+    afd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fd = _open_dir_chain(afd, _parts(rel), create=create)
+    finally:
+        os.close(afd)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def open_regular(anchor: str | Path, rel: str | Path, *, max_bytes: int | None = None) -> int:
+    """A read descriptor of the regular file ANCHOR/REL (no links, no FIFOs or devices, at most MAX_BYTES)."""
+    parts = _parts(rel)
+    if not parts:
+        raise UnsafePath(errno.EISDIR, "a folder, not a file", str(rel))
+    with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".") as dfd:
+        return open_regular_at(dfd, parts[-1], max_bytes=max_bytes)
+
+
+def open_regular_at(dir_fd: int, name: str, *, max_bytes: int | None = None) -> int:
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UnsafePath(errno.ELOOP, "a symbolic link", name) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(errno.EPERM, f"not a regular file ({file_kind(st.st_mode)})", name)
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise UnsafePath(errno.EFBIG, f"larger than {max_bytes} bytes ({st.st_size})", name)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(anchor: str | Path, rel: str | Path, *, max_bytes: int) -> bytes:
+    """The whole of a regular file below ANCHOR, refused when larger than MAX_BYTES."""
+    fd = open_regular(anchor, rel, max_bytes=max_bytes)
+    with os.fdopen(fd, "rb") as f:
+        return f.read(max_bytes + 1)[:max_bytes]
+
+
+def read_head(anchor: str | Path, rel: str | Path, n: int) -> bytes:
+    fd = open_regular(anchor, rel)
+    with os.fdopen(fd, "rb") as f:
+        return f.read(n)
+
+
+def read_text(anchor: str | Path, rel: str | Path, *, max_bytes: int) -> str:
+    return read_bytes(anchor, rel, max_bytes=max_bytes).decode("utf-8", errors="replace")
+
+
+def file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "symbolic link"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"), (stat.S_ISDIR, "folder"),
+                       (stat.S_ISREG, "regular file")):
+        if test(mode):
+            return name
+    return "unknown file type"
+
+
+def create_new(anchor: str | Path, rel: str | Path, *, mode: int = 0o644) -> int:
+    """A write descriptor of a file that did not exist (O_EXCL), below ANCHOR, parents made without following
+    links: whatever a build planted there, nothing outside is opened."""
+    parts = _parts(rel)
+    with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".", create=True) as dfd:
+        return os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                       dir_fd=dfd)
+
+
+def write_atomic(anchor: str | Path, rel: str | Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Replace ANCHOR/REL with DATA through a fresh temporary file and a rename in the same folder: a link planted
+    at REL is replaced, never written through."""
+    parts = _parts(rel)
+    with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".", create=True) as dfd:
+        tmp = f".{parts[-1]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                os.fchmod(f.fileno(), mode)  # the umask must not drop an executable bit asked for
+            os.replace(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except FileNotFoundError:
+                pass
+            raise
+
+
+def symlink_atomic(anchor: str | Path, rel: str | Path, target: str) -> None:
+    """Make ANCHOR/REL a link to TARGET, replacing whatever is there by a rename (never following it)."""
+    parts = _parts(rel)
+    with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".", create=True) as dfd:
+        tmp = f".{parts[-1]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        os.symlink(target, tmp, dir_fd=dfd)
+        try:
+            os.replace(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            os.unlink(tmp, dir_fd=dfd)
+            raise
+
+
+def remove_tree(path: str | Path) -> None:
+    """Delete PATH whatever a build left there: a link is removed itself, a folder without following any link
+    inside it (shutil.rmtree works on descriptors on Linux)."""
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        assert shutil.rmtree.avoids_symlink_attacks
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@dataclass
+class WalkEntry:
+    rel: str  # relative to the walked root
+    dir_fd: int  # descriptor of the folder holding it (valid during the iteration step only)
+    name: str
+    st: os.stat_result  # lstat: links and special files are reported as what they are
+
+
+def walk_files(root: str | Path, *, prune: Callable[[str], bool] = lambda rel: False) -> Iterator[WalkEntry]:
+    """Every non-folder entry below ROOT, without following links (os.fwalk on descriptors), sorted per folder;
+    folders for which PRUNE(relative path) is true are left out."""
+    root = str(root)
+    for dirpath, dirnames, filenames, dfd in os.fwalk(root, follow_symlinks=False):
+        rel_dir = os.path.relpath(dirpath, root)
+        at_top = rel_dir == "."
+        links = _dir_links(dirnames, dfd)  # fwalk lists links to folders as folders; they are links here
+        dirnames[:] = sorted(d for d in dirnames
+                             if d not in links and not prune(d if at_top else os.path.join(rel_dir, d)))
+        for name in sorted([*filenames, *links]):
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except OSError:
+                continue
+            yield WalkEntry(name if at_top else os.path.join(rel_dir, name), dfd, name, st)
+
+
+@dataclass
+class CopyReport:
+    files: int = 0
+    bytes: int = 0
+    links: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (relative path, why)
+
+
+def copy_tree(src: str | Path, dst_anchor: str | Path, dst_rel: str | Path, *, links: str = "keep",
+              max_file_bytes: int = 4 << 30, max_total_bytes: int = 64 << 30,
+              skip=lambda rel: False) -> CopyReport:
+    """Copy the tree SRC (which a build may have written) to DST_ANCHOR/DST_REL, which must not exist yet. Only
+    folders, regular files and links are copied; links are copied as links ("keep"), only when they stay inside
+    the tree ("internal"), or not at all ("drop"); FIFOs, devices and sockets are skipped and reported. No link is
+    followed on either side. SKIP(rel) leaves out what it is true for."""
+    report = CopyReport()
+    src = str(src)
+    parts = _parts(dst_rel)
+    with open_dir(dst_anchor, Path(*parts[:-1]) if len(parts) > 1 else ".", create=True) as parent:
+        os.mkdir(parts[-1], 0o755, dir_fd=parent)
+        top = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
+    dst_fds = {".": top}
+    try:
+        for dirpath, dirnames, filenames, sfd in os.fwalk(src, follow_symlinks=False):
+            rel_dir = os.path.relpath(dirpath, src)
+            dfd = dst_fds.pop(rel_dir)
+            try:
+                keep_dirs = []
+                dir_links = _dir_links(dirnames, sfd)
+                filenames = [*filenames, *dir_links]
+                for d in sorted(set(dirnames) - set(dir_links)):
+                    rel = os.path.normpath(os.path.join(rel_dir, d))
+                    if skip(rel):
+                        report.skipped.append((rel, "left out"))
+                        continue
+                    os.mkdir(d, 0o755, dir_fd=dfd)
+                    dst_fds[rel] = os.open(d, _DIR_FLAGS, dir_fd=dfd)
+                    keep_dirs.append(d)
+                dirnames[:] = keep_dirs
+                for name in sorted(filenames):
+                    rel = os.path.normpath(os.path.join(rel_dir, name))
+                    if skip(rel):
+                        report.skipped.append((rel, "left out"))
+                        continue
+                    _copy_entry(sfd, dfd, name, rel, links, max_file_bytes, max_total_bytes, report)
+            finally:
+                os.close(dfd)
+    finally:
+        for fd in dst_fds.values():
+            os.close(fd)
+    return report
+
+
+def _dir_links(dirnames: list[str], dir_fd: int) -> list[str]:
+    out = []
+    for d in dirnames:
+        try:
+            if stat.S_ISLNK(os.stat(d, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                out.append(d)
+        except OSError:
+            out.append(d)  # gone or changed: let the caller's no-follow open decide
+    return out
+
+
+def _copy_entry(sfd: int, dfd: int, name: str, rel: str, links: str, max_file: int, max_total: int,
+                report: CopyReport) -> None:
+    try:
+        st = os.stat(name, dir_fd=sfd, follow_symlinks=False)
+    except OSError as e:
+        report.skipped.append((rel, f"unreadable: {e.strerror}"))
+        return
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(name, dir_fd=sfd)
+        if links == "drop" or (links == "internal" and not link_stays_inside(rel, target)):
+            report.skipped.append((rel, f"link to {target} leads outside the tree"))
+            return
+        os.symlink(target, name, dir_fd=dfd)
+        report.links += 1
+        return
+    if not stat.S_ISREG(st.st_mode):
+        report.skipped.append((rel, file_kind(st.st_mode)))
+        return
+    if st.st_size > max_file or report.bytes + st.st_size > max_total:
+        report.skipped.append((rel, f"too large ({st.st_size} bytes)"))
+        return
+    try:
+        ifd = open_regular_at(sfd, name, max_bytes=max_file)
+    except OSError as e:  # swapped for a link or a FIFO since the stat
+        report.skipped.append((rel, str(e.strerror or e)))
+        return
+    with os.fdopen(ifd, "rb") as fin:
+        ofd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      stat.S_IMODE(st.st_mode) & 0o777, dir_fd=dfd)
+        with os.fdopen(ofd, "wb") as fout:
+            copied = 0
+            while chunk := fin.read(min(1 << 20, max_file + 1 - copied)):
+                copied += len(chunk)
+                if copied > max_file:
+                    break
+                fout.write(chunk)
+            os.utime(fout.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))
+    report.files += 1
+    report.bytes += copied
+
+
+def link_stays_inside(rel: str, target: str) -> bool:
+    """Whether a link at REL (relative to a tree's top) pointing to TARGET resolves inside the tree, lexically."""
+    if os.path.isabs(target):
+        return False
+    joined = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+    return joined != ".." and not joined.startswith("../") and not os.path.isabs(joined)

@@ -1,0 +1,96 @@
+"""zig's shared cache, which no build can write: crossbuild warms it on the host with its own test programs, and
+each workspace gets a private writable layer over it (manifests copied, outputs linked read-only).
+
+zig opens cache manifests for writing even on a hit, so a read-only cache fails; the layer gives every build a
+cache it may write, whose new entries (a CPU variant nobody warmed, the project's own objects) stay in the
+workspace, while the shared libc, compiler-rt and libc++ are only ever written by `warm` — never by a build.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import host, safefs
+from .targets import Target
+
+_C = "#include <stdio.h>\nint crossbuild_warm(void){return puts(\"warm\");}\nint main(void){return 0;}\n"
+_CXX = "#include <iostream>\n#include <string>\nint main(){std::string s(\"warm\");std::cout<<s<<std::endl;}\n"
+# What real builds ask for first: debug (CMake/Meson defaults) and optimised (autotools' -O2, Release) programs
+# and shared libraries; anything else a project needs is built in its own layer.
+_VARIANTS = (("exe", ("-O0", "-g")), ("exe", ("-O2",)), ("shared", ("-O0", "-g")), ("shared", ("-O2",)))
+_LAYER_COPIED = ("h", "b")  # manifests and build files zig opens for writing; `o/` holds the outputs
+
+
+class WarmError(RuntimeError):
+    """zig could not build the target's runtime libraries on the host."""
+
+
+def stamp(shared: Path, target: Target, language: str) -> Path:
+    return shared / "crossbuild-warm" / f"{target.zig_target}-{language}-zig{host.zig_version()}"
+
+
+def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | None = None,
+         zig: Path | None = None) -> list[str]:
+    """Build the target's libc, compiler-rt (and libc++ for "c++") into the shared cache, on the host, from
+    crossbuild's own sources; returns the languages that were built now (empty when all were warm)."""
+    shared = shared or host.zig_cache_dir()
+    zig = zig or host.zig_executable()
+    if zig is None:
+        raise WarmError("zig is not installed: `pip install ziglang` (crossbuild pins its zig)")
+    todo = [lang for lang in languages if not stamp(shared, target, lang).exists()]
+    if not todo:
+        return []
+    shared.mkdir(parents=True, exist_ok=True)
+    with open(shared / ".crossbuild-warm.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = []
+        for lang in todo:
+            if stamp(shared, target, lang).exists():  # warmed by another run while we waited
+                continue
+            _warm_language(zig, target, lang, shared)
+            stamp(shared, target, lang).parent.mkdir(exist_ok=True)
+            stamp(shared, target, lang).touch()
+            done.append(lang)
+    return done
+
+
+def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="crossbuild-warm-") as tmp:
+        src = Path(tmp) / ("warm.cpp" if lang == "c++" else "warm.c")
+        src.write_text(_CXX if lang == "c++" else _C)
+        env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "LC_ALL": "C", "ZIG_GLOBAL_CACHE_DIR": str(shared),
+               "ZIG_LOCAL_CACHE_DIR": str(Path(tmp) / "local")}
+        driver = "c++" if lang == "c++" else "cc"
+        suffix = {"exe": ".exe" if target.is_windows else "", "shared": ".dll" if target.is_windows else ".so"}
+        for i, (kind, flags) in enumerate(_VARIANTS):
+            extra = ["-shared", "-fPIC"] if kind == "shared" else []
+            out = Path(tmp) / f"out{i}{suffix[kind]}"
+            r = subprocess.run([str(zig), driver, "-target", target.zig_target, *flags, *extra, str(src), "-o",
+                                str(out)], cwd=tmp, env=env, capture_output=True, text=True, timeout=1800)
+            if r.returncode != 0:
+                raise WarmError(f"zig could not build {lang} runtime libraries for {target.zig_target} "
+                                f"({kind} {' '.join(flags)}): {r.stderr.strip()[-400:]}")
+
+
+def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
+    """A fresh private cache at ANCHOR/REL over SHARED: its manifests and build files copied, every output folder
+    a link into SHARED (which the sandbox mounts read-only). Whatever was at ANCHOR/REL before is removed."""
+    dest = anchor / rel
+    safefs.remove_tree(dest)
+    shared.mkdir(parents=True, exist_ok=True)
+    with safefs.open_dir(anchor, rel, create=True) as dfd:
+        for name in ("o", "z", "tmp"):
+            os.mkdir(name, 0o755, dir_fd=dfd)
+        with safefs.open_dir(dest, "o") as ofd:
+            outputs = shared / "o"
+            for entry in sorted(os.listdir(outputs)) if outputs.is_dir() else []:
+                os.symlink(outputs / entry, entry, dir_fd=ofd)
+    for name in _LAYER_COPIED:
+        if (shared / name).is_dir():
+            safefs.copy_tree(shared / name, dest, name, links="drop")
+    return dest
+
