@@ -100,3 +100,25 @@ def test_pkg_config_sees_only_the_prefix(make_toolchain, tmp_path):
     assert r.returncode != 0
     r = subprocess.run(["pkg-config", "--list-all"], env=env, capture_output=True, text=True)
     assert [line.split()[0] for line in r.stdout.splitlines()] == ["foo"]
+
+
+def test_cxx_runtime_is_warmed_only_for_projects_that_link_cxx(tmp_path):
+    from crossbuild.zigcache import languages_of
+
+    cases = {
+        "cmake-default": ("CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(x VERSION 1.0)\n"),
+        "cmake-c": ("CMakeLists.txt", "project(x LANGUAGES C)\n"),
+        "cmake-cxx": ("CMakeLists.txt", 'project("x" C CXX)\n'),
+        "autoconf-cxx": ("configure.ac", "AC_INIT([x],[1])\nAC_PROG_CC\nAC_PROG_CXX\n"),
+        "autoconf-c": ("configure.ac", "AC_INIT([x],[1])\nAC_PROG_CC\nLT_INIT\n"),
+        "meson-cpp": ("meson.build", "project('x', 'c', 'cpp')\n"),
+        "sources": ("src/lib.cpp", "int f() { return 1; }\n"),
+    }
+    found = {}
+    for name, (rel, text) in cases.items():
+        (tmp_path / name / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name / rel).write_text(text)
+        found[name] = languages_of(tmp_path / name)
+    assert {n for n, langs in found.items() if "c++" in langs} == {"cmake-default", "cmake-cxx", "autoconf-cxx",
+                                                                   "meson-cpp", "sources"}
+

@@ -151,10 +151,11 @@ class Toolchain:
         return qemu_sysroot(self.target)
 
     # -- the files -------------------------------------------------------------------------------------------
-    def materialise(self, *, warm: tuple[str, ...] = ("c", "c++")) -> Toolchain:
+    def materialise(self, *, warm: tuple[str, ...] | None = None) -> Toolchain:
         """Write `.xbuild/` and the scratch folder (idempotent: rewriting gives the same files). Nothing a build
         left in the workspace is followed: every file goes through safefs below the workspace. For an isolated
-        toolchain, the shared zig cache is warmed for WARM languages on the host and a fresh layer is made."""
+        toolchain, the shared zig cache is warmed on the host for WARM languages (default: what the project in
+        src/ uses) and a fresh layer is made."""
         self.workspace.mkdir(parents=True, exist_ok=True)
         for d in (XBUILD, f"{XBUILD}/bin", f"{XBUILD}/logs"):  # a link here is an error, never followed
             with safefs.open_dir(self.workspace, d, create=True):
@@ -174,7 +175,8 @@ class Toolchain:
         self._write(self.meson_cross_file, self.meson_cross_text())
         self._write(self.config_site, CONFIG_SITE)
         if self.isolated:
-            zigcache.warm(self.target, languages=warm, shared=self.zig_cache, zig=self.zig)
+            languages = warm or zigcache.languages_of(self.workspace / "src")
+            zigcache.warm(self.target, languages=languages, shared=self.zig_cache, zig=self.zig)
             zigcache.make_layer(self.zig_cache, self.workspace, f"{SCRATCH}/zig")
         return self
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -94,3 +95,50 @@ def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
             safefs.copy_tree(shared / name, dest, name, links="drop")
     return dest
 
+
+
+_CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C", ".hpp", ".hh", ".hxx")
+_CMAKE_PROJECT = re.compile(r"^\s*project\s*\(([^)]*)\)", re.IGNORECASE | re.MULTILINE)
+_AUTOCONF_CXX = re.compile(r"AC_PROG_CXX|LT_LANG\(\[?C\+\+|AC_LANG\(\[?C\+\+")
+_MESON_CXX = re.compile(r"""project\s*\([^)]*['"]cpp['"]""", re.DOTALL)
+
+
+def languages_of(src: Path, *, limit: int = 20_000) -> tuple[str, ...]:
+    """("c",) or ("c", "c++"): whether building SRC links C++ — C++ sources, a CMake project() that keeps CMake's
+    default languages (C and CXX) or names CXX, autoconf's AC_PROG_CXX, Meson's 'cpp'. Only a hint for warming:
+    a build that needs C++ anyway gets it built in its own layer."""
+    if not src.is_dir():
+        return ("c",)
+    for name, wants_cxx in (("CMakeLists.txt", _cmake_wants_cxx), ("configure.ac", _AUTOCONF_CXX.search),
+                            ("configure.in", _AUTOCONF_CXX.search), ("meson.build", _MESON_CXX.search)):
+        try:
+            text = safefs.read_text(src, name, max_bytes=4 << 20)
+        except OSError:
+            continue
+        if wants_cxx(text):
+            return ("c", "c++")
+    for seen, entry in enumerate(safefs.walk_files(src, prune=lambda rel: os.path.basename(rel).startswith("."))):
+        if entry.name.endswith(_CXX_SUFFIXES):
+            return ("c", "c++")
+        if seen >= limit:
+            break
+    return ("c",)
+
+
+def _cmake_wants_cxx(text: str) -> bool:
+    """Whether the first project() call enables CXX: named, or by default (no languages given)."""
+    m = _CMAKE_PROJECT.search(text)
+    if not m:
+        return False
+    words = m.group(1).replace('"', " ").split()[1:]
+    languages, i = [], 0
+    while i < len(words):
+        if words[i] in ("VERSION", "DESCRIPTION", "HOMEPAGE_URL"):
+            i += 2  # the keyword and its value
+        elif words[i] == "LANGUAGES":
+            languages += words[i + 1:]
+            break
+        else:
+            languages.append(words[i])  # project(name C CXX): the short form
+            i += 1
+    return not languages or "CXX" in languages
