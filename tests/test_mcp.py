@@ -231,3 +231,45 @@ def test_an_mcp_client_gets_nothing_outside_the_roots(tmp_path):
     assert _state(home) == before
     copies = [p for p in (root / "crossbuild-runs").rglob("*") if p.is_file() and not p.is_symlink()]
     assert copies and not [p for p in copies if b"SECRET-42" in p.read_bytes()]
+
+
+def test_knowledge_and_history_reach_an_mcp_client_and_survive_a_reconnect(tmp_path):
+    """The path a model took over MCP: configure fails on a missing package -> the knowledge base entry and the
+    build_dependency call to make arrive with the result; after a reconnect the workspace still knows its commands
+    and numbers its logs after the ones it has."""
+    project = tmp_path / "needs-zlib"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(needz C)\n"
+                                            "find_package(ZLIB REQUIRED)\n")
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()}
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path)], cwd=str(tmp_path),
+                                   env=env)
+    seen = {}
+
+    async def first_session():
+        async with Client(params) as c:
+            r = await c.call_tool("open_workspace", {"source": str(project), "target": "aarch64-linux-musl"})
+            seen["workspace"] = r.structured_content["data"]["workspace"]
+            r = await c.call_tool("run_command", {"command": "cmake -E make_directory build"})
+            assert not r.is_error
+            r = await c.call_tool("run_command", {"command": "cmake -S src -B build"})
+            assert r.is_error and "Could NOT find ZLIB" in _text(r)
+            assert "Knowledge base" in _text(r) and "[cmake-package-not-found]" in _text(r)
+            assert 'build_dependency(name="ZLIB")' in _text(r)  # the hint names the call to make
+            kb = r.structured_content["data"]["kb"]
+            assert kb[0]["id"] == "cmake-package-not-found"
+            assert any(a["kind"] == "dependency" and a["name"] == "ZLIB" for a in kb[0]["actions"])
+            r = await c.call_tool("run_command", {"command": "cmake -S src -B build"})
+            assert "Knowledge base" not in _text(r)  # attached once per session, not on every repeat
+
+    async def after_reconnect():
+        async with Client(params) as c:
+            r = await c.call_tool("open_workspace", {"workspace": seen["workspace"], "target": "aarch64-linux-musl"})
+            assert not r.is_error, _text(r)
+            r = await c.call_tool("build_status", {})
+            assert "commands so far (3" in _text(r) and "make_directory" in _text(r), _text(r)
+            r = await c.call_tool("run_command", {"command": "cmake -E echo again"})
+            assert r.structured_content["data"]["log"].startswith(".xbuild/logs/0004-")
+
+    anyio.run(first_session)
+    anyio.run(after_reconnect)

@@ -3,7 +3,9 @@ Passed explicitly; nothing global, so two runs in one process never share state.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 import os
 import threading
 from collections import defaultdict
@@ -16,6 +18,25 @@ from . import sandbox as sandbox_mod
 from .sandbox import Limits, Sandbox
 from .targets import Target
 from .toolchain import Toolchain
+
+HISTORY = "commands.jsonl"  # in .xbuild/, which builds cannot write
+MAX_HISTORY_BYTES = 16 << 20
+
+
+def _load_history(path: Path) -> list[CommandRecord]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return []
+    with os.fdopen(fd) as f:
+        lines = f.read(MAX_HISTORY_BYTES).splitlines()
+    out = []
+    for line in lines:
+        try:
+            out.append(CommandRecord(**json.loads(line)))
+        except (ValueError, TypeError):
+            continue  # a line cut by a crash
+    return out
 
 
 class KnowledgeSearch(Protocol):
@@ -50,6 +71,7 @@ class RunContext:
     destdir: Path | None = None  # staged install (DESTDIR) of a dependency, moved into the prefix afterwards
     dependency_builder: Callable[[str, str | None], Any] | None = None  # set by the agent layer
     depth: int = 0  # 0 for the project, 1 for its dependencies, ...
+    kb_attached: list[str] = field(default_factory=list)  # knowledge entries already shown in this session
     _log_seq: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
     _path_locks: defaultdict[str, threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock),
                                                            repr=False)
@@ -66,7 +88,8 @@ class RunContext:
         Path(tc.prefix).mkdir(parents=True, exist_ok=True)
         box = sandbox_mod.for_toolchain(tc, backend=sandbox_backend)
         return cls(root=root, target=target, toolchain=tc, sandbox=box, kb=kb,
-                   command_limits=command_limits or Limits(), jobs=jobs or os.cpu_count() or 2)
+                   command_limits=command_limits or Limits(), jobs=jobs or os.cpu_count() or 2,
+                   commands=_load_history(tc.xbuild / HISTORY))
 
     @property
     def prefix(self) -> Path:
@@ -83,6 +106,16 @@ class RunContext:
             path = self.toolchain.logs / f"{next(self._log_seq):04d}-{stem}.log"
             if not os.path.lexists(path):
                 return path
+
+    def record(self, command: CommandRecord) -> None:
+        """Keep a command in this run's history and in the workspace's (so a reopened workspace, e.g. after an MCP
+        reconnect, still knows every step a clean rebuild must replay)."""
+        self.commands.append(command)
+        line = json.dumps(dataclasses.asdict(command)) + "\n"
+        fd = os.open(self.xbuild / HISTORY, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        with os.fdopen(fd, "a") as f:
+            f.write(line)
 
     def path_lock(self, real_path: Path) -> threading.Lock:
         """Calls that touch the same file are serialised by a lock per real path."""

@@ -31,7 +31,9 @@ from .tools.schemas import input_schema, mcp_annotations
 
 INSTRUCTIONS = """crossbuild cross-compiles C/C++ projects for another machine with zig cc and proves the result.
 Start with build_status (it prints the exact configure arguments for the target), configure and build with
-run_command into build/, then call verify. If no workspace is open, call open_workspace first."""
+run_command into build/, then call verify: its verdict is the last step and the only proof (VERIFIED, or the reasons
+it is not). A failed build command comes back with the matching knowledge-base entries and, for a missing library,
+the build_dependency call to make. If no workspace is open, call open_workspace first."""
 
 
 class OpenWorkspaceArgs(ToolArgs):

@@ -114,12 +114,6 @@ def read_bytes(anchor: str | Path, rel: str | Path, *, max_bytes: int) -> bytes:
         return f.read(max_bytes + 1)[:max_bytes]
 
 
-def read_head(anchor: str | Path, rel: str | Path, n: int) -> bytes:
-    fd = open_regular(anchor, rel)
-    with os.fdopen(fd, "rb") as f:
-        return f.read(n)
-
-
 def read_text(anchor: str | Path, rel: str | Path, *, max_bytes: int) -> str:
     return read_bytes(anchor, rel, max_bytes=max_bytes).decode("utf-8", errors="replace")
 

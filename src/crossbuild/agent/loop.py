@@ -18,7 +18,8 @@ from ..context import RunContext
 from ..models.base import Message, Model, ProviderError, ToolCall, Turn, Usage
 from ..tools import Toolset, default_toolset
 from ..tools.base import INTERNAL, PERMISSION_DENIED, ToolResult
-from ..tools.build import INSPECTION_TOOLS, replay_steps
+from ..tools.build import replay_steps
+from ..tools.command import INSPECTION_TOOLS
 from ..tools.schemas import openai_tools
 from ..trace import Trace, messages_hash, new_run_id
 from ..verify import VerifyReport, verify
@@ -28,7 +29,6 @@ from .events import Event, EventSink, ignore
 from .finish import FINISH
 from .progress import ProgressMonitor, call_signature, error_fingerprint
 
-KB_PER_RESULT = 2
 COMPACT_KEEP_RECENT = 8
 
 
@@ -264,18 +264,10 @@ class Agent:
         fingerprint = None
         is_build_command = call.name == "run_command" and "argv" in result.data and \
             Path(result.data["argv"][0]).name not in INSPECTION_TOOLS
-        attached = []
+        attached = result.data.get("kb") or []  # run_command attached them where the result was made
+        self.kb_attached += [k["id"] for k in attached]
         if is_build_command and not result.ok:
-            log_tail = self._log_text(result, tail_lines=400)
-            fingerprint = error_fingerprint(log_tail or result.message)
-            if result.error_type != "cancelled":
-                attached = self._attach_kb("\n".join(log_tail.splitlines()[-300:]) or result.message)
-            if attached:
-                text += "\n\nKnowledge base (matched automatically; apply the fix):\n" + "\n".join(
-                    m.entry.render() for m in attached)
-                result.data["kb"] = [{"id": m.entry.id, "score": m.score, "how": m.how,
-                                      "actions": [a.model_dump(exclude_none=True) for a in m.actions()]}
-                                     for m in attached]
+            fingerprint = error_fingerprint(self._log_text(result, tail_lines=400) or result.message)
         if result.error_type == PERMISSION_DENIED:
             self.denials += 1
             if self.denials >= self.budgets.max_permission_denials and stop is None:
@@ -300,10 +292,10 @@ class Agent:
             row = self.trace.tool_call(self.run_id, step=self.steps, seq=self.tool_calls, call_id=call.id,
                                        name=call.name, raw_arguments=call.arguments, parsed=_parsed(call.arguments),
                                        result=result.to_dict(), fingerprint=fingerprint)
-            for m in attached:
-                self.trace.kb_attachment(self.run_id, row, m.entry.id, m.score, m.how)
-        for m in attached:
-            self.emit(Event("kb_attached", {"step": self.steps, "entry": m.entry.id, "title": m.entry.title}))
+            for k in attached:
+                self.trace.kb_attachment(self.run_id, row, k["id"], k["score"], k["how"])
+        for k in attached:
+            self.emit(Event("kb_attached", {"step": self.steps, "entry": k["id"], "title": k["title"]}))
         self.emit(Event("tool_result", {"step": self.steps, "id": call.id, "name": call.name, "ok": result.ok,
                                         "error_type": result.error_type, "summary": text.splitlines()[0][:200],
                                         "duration_s": result.duration_s}))
@@ -322,14 +314,6 @@ class Agent:
                 return "\n".join(f.read().decode(errors="replace").splitlines()[-tail_lines:])
         except OSError:
             return ""
-
-    def _attach_kb(self, text: str) -> list:
-        if self.ctx.kb is None:
-            return []
-        fresh = [m for m in self.ctx.kb.search(text, limit=4) if m.entry.id not in self.kb_attached]
-        chosen = fresh[:KB_PER_RESULT]
-        self.kb_attached += [m.entry.id for m in chosen]
-        return chosen
 
     def _finish(self, result: ToolResult, call: ToolCall) -> _Stop | None:
         data = result.data

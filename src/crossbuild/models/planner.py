@@ -193,7 +193,8 @@ class Planner:
         first = result.text.splitlines()[0][:200]
         attached = ", ".join(k["id"] for k in data.get("kb") or []) or "none"
         s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); knowledge-base entries attached: "
-                                f"{attached}; no fix left that the planner can apply. Full log: {data.get('log')}")
+                                f"{attached}; no fix left that the planner can apply."
+                                + (f" Full log: {data['log']}" if data.get("log") else ""))
 
     def _apply_fixes(self, kb_entries: list[dict[str, Any]]) -> bool:
         s = self.state

@@ -16,10 +16,7 @@ from ..recipes import BuildStep
 from ..verify import scan_outputs, verify
 from . import paths
 from .base import BadArguments, Tool, ToolArgs, ToolResult
-
-# Commands that only look; a clean rebuild replays the others (configure, build, install, edits by sed/patch).
-INSPECTION_TOOLS = frozenset({"file", "readelf", "nm", "objdump", "strings", "size", "ls", "cat", "head", "tail",
-                              "grep", "find", "wc", "diff", "test", "true", "echo", "which", "pkg-config", "pkgconf"})
+from .command import INSPECTION_TOOLS
 
 
 def replay_steps(ctx: RunContext) -> list[BuildStep]:

@@ -37,6 +37,11 @@ BUILD_TOOLS = frozenset({
     "size", "ls", "cat", "head", "tail", "grep", "find", "wc", "diff", "patch", "sed", "mkdir", "rm", "cp", "mv",
     "touch", "chmod", "ln", "tar", "test", "true", "echo", "which",
 })
+# Commands that only look: no knowledge is attached to their failures, and a clean rebuild does not replay them.
+INSPECTION_TOOLS = frozenset({"file", "readelf", "nm", "objdump", "strings", "size", "ls", "cat", "head", "tail",
+                              "grep", "find", "wc", "diff", "test", "true", "echo", "which", "pkg-config", "pkgconf"})
+KB_PER_RESULT = 2  # knowledge entries attached to one failed command (new ones only)
+KB_LOG_BYTES = 512 * 1024  # how much of a failed command's log (its end) is matched against the knowledge base
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "env", "xargs", "nohup", "sudo", "su", "eval", "exec"})
 NO_SHELL = ("run_command runs one program without a shell, so {what} is not supported (it would not do what you "
             "expect). Make one run_command call per program; use cwd= instead of `cd`; the full output of every "
@@ -203,9 +208,8 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
                           limits=limits,
                           cancel=ctx.cancel)
     shown_log = paths.display(ctx, log.resolve())
-    ctx.commands.append(CommandRecord(argv=auth.argv, cwd=paths.display(ctx, auth.cwd), exit_code=res.returncode,
-                                      stopped=res.stopped, log=shown_log, duration_s=res.duration_s,
-                                      env=auth.env))
+    ctx.record(CommandRecord(argv=auth.argv, cwd=paths.display(ctx, auth.cwd), exit_code=res.returncode,
+                             stopped=res.stopped, log=shown_log, duration_s=res.duration_s, env=auth.env))
     if res.stopped == "timeout":
         status = f"[timed out after {args.timeout}s]"
     elif res.stopped == "cancelled":
@@ -226,7 +230,34 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     hint = (f"read the log with read_file {shown_log} (errors are usually near the first 'error:')"
             if error_type == COMMAND_FAILED else
             "raise timeout (at most 3600) or build less at once" if error_type == TIMEOUT else None)
+    if error_type == COMMAND_FAILED and Path(auth.argv[0]).name not in INSPECTION_TOOLS:
+        message, hint = _attach_knowledge(ctx, log, message, hint, data)
     return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
+
+
+def _attach_knowledge(ctx: RunContext, log: Path, message: str, hint: str | None,
+                      data: dict) -> tuple[str, str | None]:
+    """Knowledge-base entries matching the failed command's log (its end, not only the lines shown), once per
+    entry and workspace session, for every face alike (agent loop, MCP). A dependency fix names the call."""
+    if ctx.kb is None:
+        return message, hint
+    with open(log, "rb") as f:  # crossbuild's own log, in a folder builds cannot write
+        start = max(0, os.fstat(f.fileno()).st_size - KB_LOG_BYTES)
+        f.seek(start)
+        lines = f.read().decode(errors="replace").split("\n")
+    text = "\n".join(lines[2:] if start == 0 else lines[1:])  # not the command line itself, nor a cut line
+    chosen = [m for m in ctx.kb.search(text, limit=4) if m.entry.id not in ctx.kb_attached][:KB_PER_RESULT]
+    if not chosen:
+        return message, hint
+    ctx.kb_attached += [m.entry.id for m in chosen]
+    data["kb"] = [{"id": m.entry.id, "title": m.entry.title, "score": m.score, "how": m.how,
+                   "actions": [a.model_dump(exclude_none=True) for a in m.actions()]} for m in chosen]
+    message += "\n\nKnowledge base (matched automatically; apply the fix):\n" + "\n".join(
+        m.entry.render() for m in chosen)
+    names = [a["name"] for k in data["kb"] for a in k["actions"] if a.get("kind") == "dependency" and a.get("name")]
+    if names:
+        hint = f'call build_dependency(name="{names[0]}") to cross-build it into the prefix, then configure again'
+    return message, hint
 
 
 def summarize_log(log: Path, *, skip_header: int = 0) -> tuple[str, int]:
