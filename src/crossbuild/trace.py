@@ -18,9 +18,16 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
 migration = MIGRATIONS.append
 
 
+def _statements(db: sqlite3.Connection, sql: str) -> None:
+    """Run DDL statements one by one: executescript would COMMIT the migration's transaction half-way."""
+    for statement in sql.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 @migration
 def m001_initial(db: sqlite3.Connection) -> None:
-    db.executescript("""
+    _statements(db, """
     CREATE TABLE runs (
         id TEXT PRIMARY KEY, started_at REAL NOT NULL, finished_at REAL, source TEXT, target TEXT, model TEXT,
         config_json TEXT, version TEXT, prompt_hash TEXT, workspace TEXT, status TEXT, stop_reason TEXT,
@@ -54,13 +61,20 @@ def default_path() -> Path:
 
 
 def migrate(db: sqlite3.Connection) -> None:
-    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL)")
-    done = {r[0] for r in db.execute("SELECT name FROM _migrations")}
-    for m in MIGRATIONS:
-        if m.__name__ not in done:
-            with db:
+    """Apply the migrations not applied yet, all in one write transaction: processes that open a new database at
+    the same moment wait for the first (busy_timeout) and then find the work done."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+        done = {r[0] for r in db.execute("SELECT name FROM _migrations")}
+        for m in MIGRATIONS:
+            if m.__name__ not in done:
                 m(db)
                 db.execute("INSERT INTO _migrations VALUES (?, ?)", (m.__name__, time.time()))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
@@ -69,8 +83,8 @@ def connect(path: str | Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
     db.row_factory = sqlite3.Row
+    db.execute("PRAGMA busy_timeout=30000")  # before anything that may wait for another process
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA busy_timeout=30000")
     migrate(db)
     return db
 
