@@ -63,9 +63,15 @@ def test_writes_replace_a_planted_link_instead_of_following_it(planted):
     assert sorted(p.name for p in outside.iterdir()) == ["secret"]
 
 
-def test_remove_tree_removes_a_link_not_its_target(planted):
+def test_remove_tree_removes_a_link_not_its_target(tmp_path, planted):
     t, outside = planted
-    safefs.remove_tree(t / "linkdir")
+    (outside / "zig").mkdir()
+    (outside / "zig" / "precious").write_text("keep\n")
+    with pytest.raises(safefs.UnsafePath):
+        safefs.remove_tree(t, "linkdir/zig")  # a parent planted as a link: refused, not followed
+    assert (outside / "zig" / "precious").read_text() == "keep\n"
+    safefs.remove_tree(t, "linkdir")
     assert not os.path.lexists(t / "linkdir") and (outside / "secret").exists()
-    safefs.remove_tree(t)
+    safefs.remove_tree(tmp_path, "tree")
+    safefs.remove_tree(tmp_path, "tree")  # already gone: nothing to do
     assert not t.exists() and (outside / "secret").read_text() == "SECRET\n"

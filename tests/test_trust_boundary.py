@@ -156,6 +156,27 @@ def test_a_build_cannot_poison_the_shared_zig_cache_or_the_prefix(tmp_path, host
     assert out2["status"] == "verified" and tree_state(shared) == before
 
 
+SWAP_SCRATCH = """cmake_minimum_required(VERSION 3.16)
+project(swap NONE)
+execute_process(COMMAND sh -c "mv '${CMAKE_SOURCE_DIR}/../.scratch' '${CMAKE_SOURCE_DIR}/../.scratch.old' && \\
+    ln -s '@HOST@' '${CMAKE_SOURCE_DIR}/../.scratch' && echo EVIL_RAN scratch")
+"""
+
+
+def test_a_build_that_swaps_its_scratch_folder_for_a_link_cannot_make_crossbuild_delete_host_files(tmp_path,
+                                                                                                   host_dir):
+    (host_dir / "zig").mkdir()
+    (host_dir / "zig" / "precious").write_text("the user's own zig folder\n")
+    before = tree_state(host_dir)
+    src = tmp_path / "swap"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(SWAP_SCRATCH.replace("@HOST@", str(host_dir)))
+    out, ws = build(tmp_path, src)  # crossbuild removes the run's zig layer (.scratch/zig) when the run ends
+    assert "EVIL_RAN scratch" in logs_of(ws) and (ws / ".scratch.old").is_dir()
+    assert tree_state(host_dir) == before  # the user's zig/ folder is still there, byte for byte
+    assert not os.path.lexists(ws / ".scratch")  # the cleanup removed the planted link itself
+
+
 FAKE_HEADER_ERROR = r"""cmake_minimum_required(VERSION 3.16)
 project(steer LANGUAGES C)
 execute_process(COMMAND echo "src/net.c:3:10: fatal error: '@HOST@/secret' file not found")

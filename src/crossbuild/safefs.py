@@ -169,19 +169,26 @@ def symlink_atomic(anchor: str | Path, rel: str | Path, target: str) -> None:
             raise
 
 
-def remove_tree(path: str | Path) -> None:
-    """Delete PATH whatever a build left there: a link is removed itself, a folder without following any link
-    inside it (shutil.rmtree works on descriptors on Linux)."""
-    path = Path(path)
+def remove_tree(anchor: str | Path, rel: str | Path) -> None:
+    """Delete ANCHOR/REL whatever a build left there: every folder on the way is opened without following links
+    (a link planted for a parent fails the call instead of redirecting it), a link at REL is removed itself, and a
+    folder is removed on descriptors (shutil.rmtree with dir_fd follows no link inside it)."""
+    parts = _parts(rel)
+    if not parts:
+        raise UnsafePath(errno.EPERM, "refusing to remove the anchor itself", str(anchor))
     try:
-        st = os.lstat(path)
+        with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".") as dfd:
+            try:
+                st = os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                return
+            if stat.S_ISDIR(st.st_mode):
+                assert shutil.rmtree.avoids_symlink_attacks
+                shutil.rmtree(parts[-1], dir_fd=dfd)
+            else:
+                os.unlink(parts[-1], dir_fd=dfd)
     except FileNotFoundError:
         return
-    if stat.S_ISDIR(st.st_mode):
-        assert shutil.rmtree.avoids_symlink_attacks
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
 
 
 @dataclass

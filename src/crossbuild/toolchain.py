@@ -165,7 +165,7 @@ class Toolchain:
                 with safefs.open_dir(self.workspace, d, create=True):
                     pass
             except safefs.UnsafePath:
-                safefs.remove_tree(self.workspace / d)
+                safefs.remove_tree(self.workspace, d)
                 with safefs.open_dir(self.workspace, d, create=True):
                     pass
         self.prefix.mkdir(parents=True, exist_ok=True)

@@ -132,7 +132,7 @@ def _drop_credentials(src: Path) -> list[str]:
     for rel in found:
         parts = Path(rel).parts
         top = next((i for i, part in enumerate(parts) if part in CREDENTIAL_DIRS), None)
-        safefs.remove_tree(src.joinpath(*parts[:top + 1]) if top is not None else src / rel)
+        safefs.remove_tree(src, Path(*parts[:top + 1]) if top is not None else rel)
     return [f"{rel} (credential file)" for rel in found]
 
 

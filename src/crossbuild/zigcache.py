@@ -81,7 +81,7 @@ def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
     """A fresh private cache at ANCHOR/REL over SHARED: its manifests and build files copied, every output folder
     a link into SHARED (which the sandbox mounts read-only). Whatever was at ANCHOR/REL before is removed."""
     dest = anchor / rel
-    safefs.remove_tree(dest)
+    safefs.remove_tree(anchor, rel)
     shared.mkdir(parents=True, exist_ok=True)
     with safefs.open_dir(anchor, rel, create=True) as dfd:
         for name in ("o", "z", "tmp"):

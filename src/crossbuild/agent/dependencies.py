@@ -87,7 +87,7 @@ class DependencyBuilder:
         try:
             ws = workspace.prepare(source, tmp / "ws")
         except workspace.SourceError as e:
-            safefs.remove_tree(tmp)
+            safefs.remove_tree(ctx.xbuild, tmp.name)
             return DependencyOutcome(False, pkg.source, pkg.source, f"cannot get {source}: {e}")
         stage = tmp / "ws" / "stage"
         sub = RunContext.create(ws.root, ctx.target, prefix=ctx.prefix, kb=ctx.kb, jobs=ctx.jobs,
@@ -109,7 +109,7 @@ class DependencyBuilder:
                                      f"(run {outcome.run_id}, workspace {ws.root})")
         entry = deps.store(ctx.target.name, pkg.source, version, staged, prefix=ctx.prefix,
                            build_s=time.monotonic() - start, run_id=outcome.run_id)
-        safefs.remove_tree(tmp)
+        safefs.remove_tree(ctx.xbuild, tmp.name)
         return entry
 
 

@@ -62,6 +62,10 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
     finally:
         trace.close()
     if not req.keep:  # the clean-rebuild copy and the zig cache layer are bulk; the build stays for inspection
-        safefs.remove_tree(ctx.xbuild / "rebuild")
-        safefs.remove_tree(ctx.toolchain.zig_layer)
+        safefs.remove_tree(ctx.root, Path(".xbuild", "rebuild"))
+        scratch = ctx.toolchain.scratch.relative_to(ctx.root)
+        try:
+            safefs.remove_tree(ctx.root, scratch / "zig")
+        except safefs.UnsafePath:  # the build replaced its scratch folder by a link: remove the link, nothing else
+            safefs.remove_tree(ctx.root, scratch)
     return outcome, ctx

@@ -138,7 +138,7 @@ def store(target: str, source: str, version: str | None, staged_prefix: Path, *,
                              built_at=time.time(), build_s=build_s, run_id=run_id)
     final = entry.dir
     tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
-    safefs.remove_tree(tmp)
+    safefs.remove_tree(tmp.parent, tmp.name)
     tmp.mkdir(parents=True)
     copied = safefs.copy_tree(staged_prefix, tmp, "tree", links="internal")
     entry.rejected = [f"{rel} ({why})" for rel, why in copied.skipped]
