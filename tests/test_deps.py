@@ -34,7 +34,7 @@ def _staged(tmp_path, prefix, version="1"):
     (root / "lib" / "libz.a").write_bytes(b"!<arch>\n" + version.encode() * 100)
     (root / "lib" / "libz.so").symlink_to("libz.a")
     (root / "lib" / "pkgconfig" / "zlib.pc").write_text(f"prefix={prefix}\nVersion: {version}\n")
-    return root
+    return tmp_path / f"stage-{version}"  # the DESTDIR; the install is below it at the prefix's path
 
 
 def test_store_then_install_and_reuse(cache, tmp_path):

@@ -28,7 +28,7 @@ def planted(tmp_path):
 
 def test_copy_tree_takes_files_and_internal_links_only(tmp_path, planted):
     t, outside = planted
-    report = safefs.copy_tree(t, tmp_path, "copy", links="internal")
+    report = safefs.copy_tree(t, ".", tmp_path, "copy", links="internal")
     c = tmp_path / "copy"
     assert (c / "lib" / "libz.so.1.3").read_text() == "real library\n"
     assert os.readlink(c / "lib" / "libz.so") == "libz.so.1.3"
@@ -37,6 +37,15 @@ def test_copy_tree_takes_files_and_internal_links_only(tmp_path, planted):
     skipped = dict(report.skipped)
     assert skipped["lib/fifo"] == "FIFO" and "outside" in skipped["lib/abs"] and "linkdir" in skipped
     assert report.files == 1 and report.links == 1
+
+
+def test_copy_tree_never_follows_a_link_between_the_anchor_and_the_tree(tmp_path, planted):
+    """A staged install at stage/<prefix path>: a build that makes a folder on that path a link to a host folder
+    gets the copy refused, not the host folder copied."""
+    t, outside = planted
+    with pytest.raises(safefs.UnsafePath):
+        safefs.copy_tree(t, "linkdir", tmp_path, "copy")
+    assert not (tmp_path / "copy").exists()
 
 
 def test_reads_refuse_links_fifos_and_oversize(planted):

@@ -225,23 +225,29 @@ class CopyReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (relative path, why)
 
 
-def copy_tree(src: str | Path, dst_anchor: str | Path, dst_rel: str | Path, *, links: str = "keep",
-              max_file_bytes: int = 4 << 30, max_total_bytes: int = 64 << 30,
+def copy_tree(src_anchor: str | Path, src_rel: str | Path, dst_anchor: str | Path, dst_rel: str | Path, *,
+              links: str = "keep", max_file_bytes: int = 4 << 30, max_total_bytes: int = 64 << 30,
               skip=lambda rel: False) -> CopyReport:
-    """Copy the tree SRC (which a build may have written) to DST_ANCHOR/DST_REL, which must not exist yet. Only
-    folders, regular files and links are copied; links are copied as links ("keep"), only when they stay inside
-    the tree ("internal"), or not at all ("drop"); FIFOs, devices and sockets are skipped and reported. No link is
-    followed on either side. SKIP(rel) leaves out what it is true for."""
+    """Copy the tree SRC_ANCHOR/SRC_REL (which a build may have written) to DST_ANCHOR/DST_REL, which must not exist
+    yet. Only folders, regular files and links are copied; links are copied as links ("keep"), only when they stay
+    inside the tree ("internal"), or not at all ("drop"); FIFOs, devices and sockets are skipped and reported. No
+    link is followed on either side, nor in any folder between an anchor and its tree. SKIP(rel) leaves out what it
+    is true for."""
+    with open_dir(src_anchor, src_rel) as src_fd:
+        return _copy_tree_fd(src_fd, dst_anchor, dst_rel, links, max_file_bytes, max_total_bytes, skip)
+
+
+def _copy_tree_fd(src_fd: int, dst_anchor: str | Path, dst_rel: str | Path, links: str, max_file_bytes: int,
+                  max_total_bytes: int, skip) -> CopyReport:
     report = CopyReport()
-    src = str(src)
     parts = _parts(dst_rel)
     with open_dir(dst_anchor, Path(*parts[:-1]) if len(parts) > 1 else ".", create=True) as parent:
         os.mkdir(parts[-1], 0o755, dir_fd=parent)
         top = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
     dst_fds = {".": top}
     try:
-        for dirpath, dirnames, filenames, sfd in os.fwalk(src, follow_symlinks=False):
-            rel_dir = os.path.relpath(dirpath, src)
+        for dirpath, dirnames, filenames, sfd in os.fwalk(".", follow_symlinks=False, dir_fd=src_fd):
+            rel_dir = os.path.normpath(dirpath)
             dfd = dst_fds.pop(rel_dir)
             try:
                 keep_dirs = []

@@ -158,7 +158,7 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
     original_ws = toolchain.workspace
     fresh_ws = toolchain.xbuild / "rebuild"
     safefs.remove_tree(original_ws, Path(".xbuild", "rebuild"))
-    copied = safefs.copy_tree(original_ws / source, original_ws, Path(".xbuild", "rebuild", source))
+    copied = safefs.copy_tree(original_ws, source, original_ws, Path(".xbuild", "rebuild", source))
     fresh = Toolchain.for_target(toolchain.target, fresh_ws, prefix=toolchain.prefix,
                                  zig_cache=toolchain.zig_cache).materialise()
     box = sandbox.for_toolchain(fresh, backend=box.backend if box is not None else "auto")

@@ -115,7 +115,7 @@ def _fill(source: str, ws: Workspace) -> list[str]:
             raise SourceError(f"source {source!r} does not exist (give a folder, a tarball, a git URL or "
                               "debian:NAME[=VERSION])")
         if path.is_dir():
-            copied = safefs.copy_tree(path, ws.root, "src", links="keep",
+            copied = safefs.copy_tree(path, ".", ws.root, "src", links="keep",
                                       skip=lambda rel: rel == ".xbuild" or is_credential(rel))
             return [f"{rel} ({'credential file' if why == 'left out' else why})" for rel, why in copied.skipped
                     if rel != ".xbuild"]

@@ -86,13 +86,13 @@ def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
     with safefs.open_dir(anchor, rel, create=True) as dfd:
         for name in ("o", "z", "tmp"):
             os.mkdir(name, 0o755, dir_fd=dfd)
-        with safefs.open_dir(dest, "o") as ofd:
+        with safefs.open_dir(anchor, f"{rel}/o") as ofd:
             outputs = shared / "o"
             for entry in sorted(os.listdir(outputs)) if outputs.is_dir() else []:
                 os.symlink(outputs / entry, entry, dir_fd=ofd)
     for name in _LAYER_COPIED:
         if (shared / name).is_dir():
-            safefs.copy_tree(shared / name, dest, name, links="drop")
+            safefs.copy_tree(shared, name, anchor, f"{rel}/{name}", links="drop")
     return dest
 
 

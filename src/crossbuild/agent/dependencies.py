@@ -107,8 +107,13 @@ class DependencyBuilder:
             return DependencyOutcome(False, pkg.source, pkg.source,
                                      f"cross-building {source} failed ({outcome.stop_reason}): {why[:400]} "
                                      f"(run {outcome.run_id}, workspace {ws.root})")
-        entry = deps.store(ctx.target.name, pkg.source, version, staged, prefix=ctx.prefix,
-                           build_s=time.monotonic() - start, run_id=outcome.run_id)
+        try:
+            entry = deps.store(ctx.target.name, pkg.source, version, stage, prefix=ctx.prefix,
+                               build_s=time.monotonic() - start, run_id=outcome.run_id)
+        except safefs.UnsafePath as e:  # its build made a folder on the staged path a link: nothing is taken
+            return DependencyOutcome(False, pkg.source, pkg.source,
+                                     f"the staged install of {source} is not a plain folder tree ({e.filename} is "
+                                     f"{e.strerror}); nothing was taken (workspace {ws.root})")
         safefs.remove_tree(ctx.xbuild, tmp.name)
         return entry
 

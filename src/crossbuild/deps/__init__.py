@@ -128,9 +128,9 @@ def lookup(target: str, source: str, version: str | None, options: dict | None =
     return CachedDependency(**json.loads(manifest.read_text()))
 
 
-def store(target: str, source: str, version: str | None, staged_prefix: Path, *, prefix: Path, build_s: float,
+def store(target: str, source: str, version: str | None, stage: Path, *, prefix: Path, build_s: float,
           run_id: str | None, options: dict | None = None) -> CachedDependency:
-    """Copy a staged install (DESTDIR/<prefix>, written by a build) into the cache and rename it in atomically.
+    """Copy a staged install (STAGE/<prefix>: DESTDIR, written by a build) into the cache and rename it in atomically.
     The copy is checked: folders, regular files and links that stay inside the tree only; whatever else the
     build left there (links out, FIFOs, devices) is not copied and is listed in `rejected`."""
     key = cache_key(target, source, version, options)
@@ -140,7 +140,7 @@ def store(target: str, source: str, version: str | None, staged_prefix: Path, *,
     tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
     safefs.remove_tree(tmp.parent, tmp.name)
     tmp.mkdir(parents=True)
-    copied = safefs.copy_tree(staged_prefix, tmp, "tree", links="internal")
+    copied = safefs.copy_tree(stage, str(prefix).lstrip("/"), tmp, "tree", links="internal")
     entry.rejected = [f"{rel} ({why})" for rel, why in copied.skipped]
     entry.files = sorted(e.rel for e in safefs.walk_files(tmp / "tree"))
     (tmp / "manifest.json").write_text(json.dumps(asdict(entry), indent=1))

@@ -80,7 +80,7 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         recipe = [{"argv": list(s.argv), "cwd": s.cwd, "phase": s.phase, "env": dict(s.env)}
                   for s in recipes.steps_for(system, tc, jobs=ctx.jobs, install_prefix=ctx.install_prefix,
                                              destdir=ctx.destdir)]
-    options = project_options(build)
+    options = project_options(ctx.root)
     if options:
         lines.append(f"project options (CMake cache): {', '.join(f'{k}={v}' for k, v in options.items())[:1500]}")
     return ToolResult(ok=True, message="\n".join(lines),
@@ -91,10 +91,10 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
                             "configure_args": tc.configure_args()})
 
 
-def project_options(build: Path) -> dict[str, str]:
+def project_options(root: Path, build: str = "build") -> dict[str, str]:
     """The project's own on/off options from a configured CMake cache (not CMake's own CMAKE_* ones)."""
     try:  # written by the build: no link followed, bounded
-        text = safefs.read_text(build, "CMakeCache.txt", max_bytes=16 << 20)
+        text = safefs.read_text(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20)
     except OSError:
         return {}
     out = {}
