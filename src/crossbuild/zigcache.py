@@ -78,23 +78,32 @@ def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
 
 
 def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
-    """A fresh private cache at ANCHOR/REL over SHARED: its manifests and build files copied, every output folder
-    a link into SHARED (which the sandbox mounts read-only). Whatever was at ANCHOR/REL before is removed."""
+    """A fresh private cache at ANCHOR/REL over SHARED: its manifests and build files copied, every output folder a
+    real folder of links to SHARED's files (which the sandbox mounts read-only). On a hit zig reads through the
+    links; when it rebuilds an entry (another zig installation, changed inputs) it renames its new file over the
+    link, inside the layer. Whatever was at ANCHOR/REL before is removed."""
     dest = anchor / rel
     safefs.remove_tree(anchor, rel)
     shared.mkdir(parents=True, exist_ok=True)
     with safefs.open_dir(anchor, rel, create=True) as dfd:
         for name in ("o", "z", "tmp"):
             os.mkdir(name, 0o755, dir_fd=dfd)
-        with safefs.open_dir(anchor, f"{rel}/o") as ofd:
-            outputs = shared / "o"
-            for entry in sorted(os.listdir(outputs)) if outputs.is_dir() else []:
-                os.symlink(outputs / entry, entry, dir_fd=ofd)
+    outputs = shared / "o"
+    with safefs.open_dir(anchor, f"{rel}/o") as ofd:
+        for entry in sorted(os.scandir(outputs), key=lambda e: e.name) if outputs.is_dir() else []:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            os.mkdir(entry.name, 0o755, dir_fd=ofd)
+            efd = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=ofd)
+            try:
+                for name in os.listdir(entry.path):
+                    os.symlink(os.path.join(entry.path, name), name, dir_fd=efd)
+            finally:
+                os.close(efd)
     for name in _LAYER_COPIED:
         if (shared / name).is_dir():
             safefs.copy_tree(shared, name, anchor, f"{rel}/{name}", links="drop")
     return dest
-
 
 
 _CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C", ".hpp", ".hh", ".hxx")
