@@ -5,6 +5,7 @@ Read at call time, never at import time, so tests and two runs in one process ca
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import platform
@@ -25,8 +26,12 @@ def cache_root() -> Path:
 
 
 def zig_cache_dir() -> Path:
-    """One ZIG_GLOBAL_CACHE_DIR for every run, test and CI job: zig builds each target's libc once."""
-    return cache_root() / "zig"
+    """The shared zig cache of this zig installation: every run, test and CI job of one install warms each
+    target's libc once. Keyed by the zig binary's real path too, since zig's cache entries record where its own
+    sources lie: a second install (another venv) would miss on every entry the first one warmed."""
+    zig = zig_executable()
+    where = hashlib.sha256(str(zig.resolve() if zig else "none").encode()).hexdigest()[:10]
+    return cache_root() / "zig" / f"{zig_version()}-{where}"
 
 
 def zig_executable() -> Path | None:
