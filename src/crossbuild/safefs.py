@@ -35,6 +35,11 @@ def _parts(rel: str | Path) -> list[str]:
     return parts
 
 
+def _parent(parts: list[str]) -> Path:
+    """The folder holding the last of PARTS, relative to the anchor."""
+    return Path(*parts[:-1]) if len(parts) > 1 else Path(".")
+
+
 def _open_dir_chain(anchor_fd: int, parts: list[str], *, create: bool = False, mode: int = 0o755) -> int:
     """A descriptor of anchor/parts[0]/..., each opened without following links (created when asked)."""
     fd = os.dup(anchor_fd)
@@ -84,7 +89,7 @@ def open_regular(anchor: str | Path, rel: str | Path, *, max_bytes: int | None =
     parts = _parts(rel)
     if not parts:
         raise UnsafePath(errno.EISDIR, "a folder, not a file", str(rel))
-    with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".") as dfd:
+    with open_dir(anchor, _parent(parts)) as dfd:
         return open_regular_at(dfd, parts[-1], max_bytes=max_bytes)
 
 
@@ -131,7 +136,7 @@ def create_new(anchor: str | Path, rel: str | Path, *, mode: int = 0o644) -> int
     """A write descriptor of a file that did not exist (O_EXCL), below ANCHOR, parents made without following
     links: whatever a build planted there, nothing outside is opened."""
     parts = _parts(rel)
-    with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".", create=True) as dfd:
+    with open_dir(anchor, _parent(parts), create=True) as dfd:
         return os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
                        dir_fd=dfd)
 
@@ -140,7 +145,7 @@ def write_atomic(anchor: str | Path, rel: str | Path, data: bytes, *, mode: int 
     """Replace ANCHOR/REL with DATA through a fresh temporary file and a rename in the same folder: a link planted
     at REL is replaced, never written through."""
     parts = _parts(rel)
-    with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".", create=True) as dfd:
+    with open_dir(anchor, _parent(parts), create=True) as dfd:
         tmp = f".{parts[-1]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
         try:
@@ -159,7 +164,7 @@ def write_atomic(anchor: str | Path, rel: str | Path, data: bytes, *, mode: int 
 def symlink_atomic(anchor: str | Path, rel: str | Path, target: str) -> None:
     """Make ANCHOR/REL a link to TARGET, replacing whatever is there by a rename (never following it)."""
     parts = _parts(rel)
-    with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".", create=True) as dfd:
+    with open_dir(anchor, _parent(parts), create=True) as dfd:
         tmp = f".{parts[-1]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         os.symlink(target, tmp, dir_fd=dfd)
         try:
@@ -177,7 +182,7 @@ def remove_tree(anchor: str | Path, rel: str | Path) -> None:
     if not parts:
         raise UnsafePath(errno.EPERM, "refusing to remove the anchor itself", str(anchor))
     try:
-        with open_dir(anchor, Path(*parts[:-1]) if len(parts) > 1 else ".") as dfd:
+        with open_dir(anchor, _parent(parts)) as dfd:
             try:
                 st = os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
             except FileNotFoundError:
@@ -241,7 +246,7 @@ def _copy_tree_fd(src_fd: int, dst_anchor: str | Path, dst_rel: str | Path, link
                   max_total_bytes: int, skip) -> CopyReport:
     report = CopyReport()
     parts = _parts(dst_rel)
-    with open_dir(dst_anchor, Path(*parts[:-1]) if len(parts) > 1 else ".", create=True) as parent:
+    with open_dir(dst_anchor, _parent(parts), create=True) as parent:
         os.mkdir(parts[-1], 0o755, dir_fd=parent)
         top = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
     dst_fds = {".": top}
