@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from crossbuild import host
-from crossbuild.targets import parse_target
-from crossbuild.toolchain import Toolchain
+from crossbuild.env.toolchain import Toolchain
+from crossbuild.foundation import host
+from crossbuild.foundation.targets import parse_target
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "libcalc"
 
@@ -38,3 +39,11 @@ def run_in(tc: Toolchain, argv: list[str], cwd: Path, **kw) -> subprocess.Comple
 def copy_example(dest: Path) -> Path:
     shutil.copytree(EXAMPLE, dest)
     return dest
+
+
+CLI = [str(Path(sys.executable).parent / "crossbuild")]
+
+
+def cb(*args: str, cwd: Path | None = None, timeout: float = 1200) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(Path.home())})

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from crossbuild import host, sandbox, zigcache
-from crossbuild.targets import parse_target
-from tests.conftest import EXAMPLE
-from tests.test_cli import cb
+from crossbuild.env import sandbox, zigcache
+from crossbuild.foundation import host
+from crossbuild.foundation.targets import parse_target
+from tests.conftest import EXAMPLE, cb
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(sandbox.probe().backend != "bubblewrap", reason="the boundary needs bubblewrap")]

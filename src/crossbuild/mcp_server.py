@@ -22,12 +22,13 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import Field, ValidationError
 
-from . import __version__, kb, workspace
-from .context import RunContext
-from .targets import UnknownTargetError, parse_target
-from .tools import Toolset, default_toolset, paths
-from .tools.base import Tool, ToolArgs, ToolResult, _schema_error
-from .tools.schemas import input_schema, mcp_annotations
+from crossbuild import __version__, kb
+from crossbuild.env import workspace
+from crossbuild.foundation.targets import UnknownTargetError, parse_target
+from crossbuild.tools import Toolset, default_toolset, paths
+from crossbuild.tools.base import ErrorType, Tool, ToolArgs, ToolResult, _schema_error
+from crossbuild.tools.context import RunContext
+from crossbuild.tools.schemas import input_schema, mcp_annotations
 
 INSTRUCTIONS = """crossbuild cross-compiles C/C++ projects for another machine with zig cc and proves the result.
 Start with build_status (it prints the exact configure arguments for the target), configure and build with
@@ -111,7 +112,7 @@ class CrossbuildMCP:
         state = self._state(ctx)
         if name == OPEN_WORKSPACE.name and state is None:
             result = ToolResult(
-                ok=False, error_type="invalid_arguments",
+                ok=False, error_type=ErrorType.INVALID_ARGUMENTS,
                 message="this request has no MCP session (stateless HTTP), so a workspace opened now could not be "
                         "told apart from other clients'.",
                 hint="connect with sessions (legacy streamable HTTP or stdio), or start the server with a project: "
@@ -121,7 +122,7 @@ class CrossbuildMCP:
         else:
             run_ctx = (state and state.ctx) or await anyio.to_thread.run_sync(self._default_ctx)
             if run_ctx is None:
-                result = ToolResult(ok=False, error_type="invalid_arguments",
+                result = ToolResult(ok=False, error_type=ErrorType.INVALID_ARGUMENTS,
                                     message="no workspace is open in this session.",
                                     hint="call open_workspace with a source (or workspace) and a target first")
             else:
@@ -156,22 +157,22 @@ class CrossbuildMCP:
         except ValidationError as e:
             return _schema_error(OPEN_WORKSPACE, e)
         if not args.source and not args.workspace:
-            return ToolResult(ok=False, error_type="invalid_arguments", message="give a source or a workspace.",
+            return ToolResult(ok=False, error_type=ErrorType.INVALID_ARGUMENTS, message="give a source or a workspace.",
                               hint="source: a folder, tarball, git URL or debian:NAME; workspace: a folder with src/")
         try:
             self._check_client_paths(args)
             new, left_out = self._make_ctx(args.source, args.workspace, args.target)
         except OutsideRoots as e:
-            return ToolResult(ok=False, error_type="permission_denied", message=str(e),
+            return ToolResult(ok=False, error_type=ErrorType.PERMISSION_DENIED, message=str(e),
                               hint=f"use a folder inside {', '.join(map(str, self.roots))}, a git URL or debian:NAME; "
                                    "the user can add folders with `crossbuild mcp --root DIR`")
         except UnknownTargetError as e:
-            return ToolResult(ok=False, error_type="invalid_arguments", message=str(e),
+            return ToolResult(ok=False, error_type=ErrorType.INVALID_ARGUMENTS, message=str(e),
                               hint="see the list with `crossbuild targets`")
         except (workspace.SourceError, ValueError) as e:
-            return ToolResult(ok=False, error_type="not_found", message=str(e))
+            return ToolResult(ok=False, error_type=ErrorType.NOT_FOUND, message=str(e))
         except OSError as e:  # e.g. a workspace whose .xbuild/ is a link: nothing is followed
-            return ToolResult(ok=False, error_type="permission_denied",
+            return ToolResult(ok=False, error_type=ErrorType.PERMISSION_DENIED,
                               message=f"cannot open that workspace: {e.strerror or e} ({e.filename})",
                               hint="start a new workspace from the source instead")
         with state.lock:
@@ -213,8 +214,7 @@ class CrossbuildMCP:
         target = parse_target(target_name)
         left_out: tuple[str, ...] = ()
         if source:
-            root = Path(ws_dir) if ws_dir else workspace.new_root(self.runs_dir,
-                                                                  f"{workspace.label_for(source)}-{target.name}")
+            root = Path(ws_dir) if ws_dir else workspace.new_root(self.runs_dir, source, target.name)
             ws = workspace.prepare(source, root)
             root, left_out = ws.root, ws.left_out
         else:
@@ -222,10 +222,11 @@ class CrossbuildMCP:
             if not (root / "src").is_dir():
                 raise ValueError(f"{root} is not a crossbuild workspace (it has no src/ folder); pass the project "
                                  "as source to copy it into a new workspace")
-        from .agent.dependencies import DependencyBuilder
+        from crossbuild.agent.dependency_builder import DependencyBuilder
 
-        ctx = RunContext.create(root, target, sandbox_backend=self.sandbox_backend, kb=self.knowledge)
-        ctx.dependency_builder = DependencyBuilder(ctx)  # the same planner-driven dependency builds as the CLI
+        # the same planner-driven dependency builds as the CLI
+        ctx = RunContext.create(root, target, sandbox_backend=self.sandbox_backend, kb=self.knowledge,
+                                dependency_builder=DependencyBuilder())
         return ctx, left_out
 
 

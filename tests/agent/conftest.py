@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from crossbuild import kb
-from crossbuild.context import RunContext
-from crossbuild.targets import parse_target
-from crossbuild.trace import Trace
+from crossbuild.foundation.targets import parse_target
+from crossbuild.tools.context import RunContext
+from crossbuild.trace.store import Trace
 from tests.conftest import copy_example
 
 

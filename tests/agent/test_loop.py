@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from crossbuild import runs
 from crossbuild.agent import Agent, Budgets
 from crossbuild.models import HandoverModel, Planner, ScriptedModel, Turn
 from crossbuild.models.base import Message, ToolCall
 from crossbuild.models.openai_chat import OpenAIChatModel, OpenAIOptions
-from crossbuild.trace import connect
+from crossbuild.trace import runs
+from crossbuild.trace.store import connect
 
 from .fake_provider import FakeProvider, calls
 
@@ -33,8 +33,8 @@ def test_planner_builds_the_example_and_a_replay_gives_the_same_calls(ctx, trace
     assert recorded[0] == ("build_status", {}) and recorded[-1][0] == "finish"
     assert [n for n, _ in recorded].count("run_command") == 3
 
-    from crossbuild.context import RunContext
-    from crossbuild.targets import parse_target
+    from crossbuild.foundation.targets import parse_target
+    from crossbuild.tools.context import RunContext
     from tests.conftest import copy_example
 
     root = tmp_path / "replay"

@@ -9,8 +9,7 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import EXAMPLE
-from tests.test_cli import cb
+from tests.conftest import EXAMPLE, cb
 
 TARGETS = ["aarch64-linux-musl", "riscv64-linux-musl"]
 
@@ -60,3 +59,35 @@ def test_libpng_needs_zlib_cross_built_into_the_prefix_first(tmp_path, target):
     assert out.get("status") == "verified", r.stdout[-2000:]
     again = _dependency_calls(second / "runs.db", out["run_id"])[0]
     assert again["data"]["cached"] is True and again["data"]["seconds"] < 5
+
+
+MAKEFILE_RUNS_ITS_TESTS = """\
+# like bzip2's: the default goal runs the program it just built, which cannot run on the build machine
+all: libdemo.a demo test
+
+libdemo.a: demo_lib.o
+\t$(AR) rcs $@ demo_lib.o
+
+demo: main.o libdemo.a
+\t$(CC) -o demo main.o -L. -ldemo
+
+test: demo
+\t./demo > out.txt
+\tgrep -q 42 out.txt
+"""
+
+
+@pytest.mark.slow
+def test_a_makefile_whose_default_goal_runs_target_programs_is_built_without_its_test_goal(tmp_path):
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "Makefile").write_text(MAKEFILE_RUNS_ITS_TESTS)
+    (project / "demo_lib.c").write_text("int answer(void){return 42;}\n")
+    (project / "main.c").write_text('#include <stdio.h>\nint answer(void);\nint main(void){printf("%d\\n", answer());'
+                                    "return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["rebuild"]["ok"]
+    assert "built make goals libdemo.a demo instead of `all`" in out["message"]
+    kinds = {a["path"]: a["kind"] for a in out["verify"]["artifacts"]}
+    assert kinds["demo"] == "executable" and kinds["libdemo.a"] == "static_library"

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from crossbuild import kb
-from crossbuild.context import RunContext
-from crossbuild.targets import parse_target
+from crossbuild.foundation.targets import parse_target
 from crossbuild.tools import default_toolset
+from crossbuild.tools.context import RunContext
 from tests.conftest import copy_example
 
 

@@ -9,7 +9,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crossbuild.tools.base import ERROR_TYPES, ToolResult
+from crossbuild.tools.base import ErrorType, ToolResult
 
 NAMES = st.sampled_from(["list_files", "read_file", "write_file", "edit_file", "run_command", "search_knowledge",
                          "build_status", "nope", ""])
@@ -56,7 +56,7 @@ def test_dispatch_never_raises_and_never_leaves_the_workspace(ctx, tools, tmp_pa
     before = _outside_state(tmp_path)
     result = tools.dispatch(ctx, name, raw)
     assert isinstance(result, ToolResult)
-    assert result.error_type in (None, *ERROR_TYPES)
+    assert result.error_type in (None, *ErrorType)
     assert result.ok == (result.error_type is None)
     assert not result.internal, result.data.get("traceback")
     assert "backup secret" not in result.message and "outside secret" not in result.message

@@ -8,9 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("run_started", "step_started", "model_text", "tool_call", "tool_result", "kb_attached", "verify",
-         "provider_retry", "nudge", "dependency_started", "finished")
-
 
 @dataclass
 class Event:

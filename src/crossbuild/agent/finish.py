@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..context import RunContext
-from ..tools import paths
-from ..tools.base import Tool, ToolArgs, ToolResult
+from crossbuild.tools import paths
+from crossbuild.tools.base import Tool, ToolArgs, ToolResult
+from crossbuild.tools.context import RunContext
 
 
 class FinishArgs(ToolArgs):

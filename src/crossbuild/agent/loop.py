@@ -5,68 +5,29 @@ knowledge-base entries to failed build commands, watch budgets and progress, and
 from __future__ import annotations
 
 import json
-import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..context import RunContext
-from ..models.base import Message, Model, ProviderError, ToolCall, Turn, Usage
-from ..tools import Toolset, default_toolset
-from ..tools.base import INTERNAL, PERMISSION_DENIED, ToolResult
-from ..tools.build import replay_steps
-from ..tools.command import INSPECTION_TOOLS
-from ..tools.schemas import openai_tools
-from ..trace import Trace, messages_hash, new_run_id
-from ..verify import VerifyReport, verify
-from . import prompt
-from .budgets import Budgets, cost_usd
-from .events import Event, EventSink, ignore
-from .finish import FINISH
-from .progress import ProgressMonitor, call_signature, error_fingerprint
+from crossbuild import __version__
+from crossbuild.agent import prompt
+from crossbuild.agent.budgets import Budgets, cost_usd
+from crossbuild.agent.events import Event, EventSink, ignore
+from crossbuild.agent.finish import FINISH
+from crossbuild.agent.outcome import RunOutcome, Stop, StopReason
+from crossbuild.agent.progress import ProgressMonitor, Verdict, call_signature
+from crossbuild.foundation.background import Abandoned, call_in_thread
+from crossbuild.models.base import Message, Model, ProviderError, ToolCall, Turn, Usage
+from crossbuild.proof.verify import VerifyReport, verify
+from crossbuild.tools import Toolset, default_toolset
+from crossbuild.tools.base import ErrorType, ToolResult
+from crossbuild.tools.build import replay_steps
+from crossbuild.tools.context import RunContext
+from crossbuild.tools.schemas import openai_tools
+from crossbuild.trace.store import Trace, messages_hash, new_run_id
 
 COMPACT_KEEP_RECENT = 8
-
-
-@dataclass
-class RunOutcome:
-    run_id: str
-    status: str  # verified | failed | cancelled | error
-    stop_reason: str  # verified | gave_up | budget_* | stuck | permission_loop | provider_error | error | cancelled
-    message: str
-    verify: VerifyReport | None = None
-    output_dir: str | None = None
-    steps: int = 0
-    tool_calls: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float | None = None
-    wall_s: float = 0.0
-    kb_attached: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "verified"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "status": self.status, "stop_reason": self.stop_reason,
-                "message": self.message, "output_dir": self.output_dir, "steps": self.steps,
-                "tool_calls": self.tool_calls, "usage": self.usage.__dict__, "cost_usd": self.cost_usd,
-                "wall_s": round(self.wall_s, 3), "kb_attached": self.kb_attached,
-                "verify": self.verify.to_dict() if self.verify else None}
-
-
-class _Stop(Exception):
-    def __init__(self, reason: str, message: str, verify_report: VerifyReport | None = None,
-                 output_dir: str | None = None):
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.verify = verify_report
-        self.output_dir = output_dir
 
 
 class Agent:
@@ -109,26 +70,33 @@ class Agent:
                                  prompt_hash=prompt.prompt_hash(system, specs), workspace=str(self.ctx.root))
         self.emit(Event("run_started", {"run_id": self.run_id, "model": self.model.name,
                                         "target": self.ctx.target.name, "workspace": str(self.ctx.root)}))
+        outcome: RunOutcome | None = None
         try:
             while True:
                 self._step()
-        except _Stop as stop:
+        except Stop as stop:
             outcome = self._outcome(stop.reason, stop.message, stop.verify, stop.output_dir)
         except Exception as e:  # a bug in crossbuild: the run ends with status error, traceback in the trace
-            outcome = self._outcome("error", f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+            outcome = self._outcome(StopReason.ERROR,
+                                    f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+        finally:  # even a KeyboardInterrupt leaves a finished run record behind
+            if outcome is None:
+                outcome = self._outcome(StopReason.CANCELLED, "interrupted")
+            self._record_outcome(outcome)
+        self.emit(Event("finished", outcome.to_dict()))
+        return outcome
+
+    def _record_outcome(self, outcome: RunOutcome) -> None:
         if self.trace:
-            self.trace.finish_run(self.run_id, status=outcome.status, stop_reason=outcome.stop_reason,
+            self.trace.finish_run(self.run_id, status=outcome.status, stop_reason=str(outcome.stop_reason),
                                   message=outcome.message, verify=outcome.verify.to_dict() if outcome.verify else None,
                                   wall_s=outcome.wall_s, steps=outcome.steps, tool_calls=outcome.tool_calls,
                                   input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens,
                                   cached_tokens=self.usage.cached_tokens, cost_usd=outcome.cost_usd)
-        self.emit(Event("finished", outcome.to_dict()))
-        return outcome
 
-    def _outcome(self, reason: str, message: str, report: VerifyReport | None = None,
+    def _outcome(self, reason: StopReason, message: str, report: VerifyReport | None = None,
                  output_dir: str | None = None) -> RunOutcome:
-        status = {"verified": "verified", "cancelled": "cancelled", "error": "error"}.get(reason, "failed")
-        return RunOutcome(run_id=self.run_id, status=status, stop_reason=reason, message=message, verify=report,
+        return RunOutcome(run_id=self.run_id, status=reason.status, stop_reason=reason, message=message, verify=report,
                           output_dir=output_dir, steps=self.steps, tool_calls=self.tool_calls, usage=self.usage,
                           cost_usd=self._cost(), wall_s=time.monotonic() - self._start,
                           kb_attached=list(self.kb_attached))
@@ -139,18 +107,18 @@ class Agent:
     def _check_budgets(self) -> None:
         b = self.budgets
         if self.ctx.cancel.is_set():
-            raise _Stop("cancelled", "cancelled by the user")
+            raise Stop(StopReason.CANCELLED, "cancelled by the user")
         if self.steps >= b.max_steps:
-            raise _Stop("budget_steps", f"step budget spent ({b.max_steps} model turns)")
+            raise Stop(StopReason.BUDGET_STEPS, f"step budget spent ({b.max_steps} model turns)")
         if self.tool_calls >= b.max_tool_calls:
-            raise _Stop("budget_tool_calls", f"tool-call budget spent ({b.max_tool_calls} calls)")
+            raise Stop(StopReason.BUDGET_TOOL_CALLS, f"tool-call budget spent ({b.max_tool_calls} calls)")
         if self.usage.input_tokens + self.usage.output_tokens >= b.max_tokens:
-            raise _Stop("budget_tokens", f"token budget spent ({b.max_tokens} tokens)")
+            raise Stop(StopReason.BUDGET_TOKENS, f"token budget spent ({b.max_tokens} tokens)")
         if time.monotonic() - self._start >= b.max_wall_s:
-            raise _Stop("budget_wall", f"wall-time budget spent ({b.max_wall_s:.0f}s)")
+            raise Stop(StopReason.BUDGET_WALL, f"wall-time budget spent ({b.max_wall_s:.0f}s)")
         cost = self._cost()
         if b.max_cost_usd is not None and cost is not None and cost >= b.max_cost_usd:
-            raise _Stop("budget_cost", f"money budget spent (${cost:.2f} of ${b.max_cost_usd:.2f})")
+            raise Stop(StopReason.BUDGET_COST, f"money budget spent (${cost:.2f} of ${b.max_cost_usd:.2f})")
 
     def _step(self) -> None:
         self._check_budgets()
@@ -164,7 +132,7 @@ class Agent:
         if not turn.tool_calls:
             self.text_only_turns += 1
             if self.text_only_turns >= self.budgets.max_text_only_turns:
-                raise _Stop("gave_up", "the model stopped calling tools without finishing: "
+                raise Stop(StopReason.GAVE_UP, "the model stopped calling tools without finishing: "
                                        + (turn.text[:500] or "(no text)"))
             self.messages.append(Message("user", "Continue with tool calls. When the build is done, call "
                                                  "finish(status='built'); if it cannot be done, "
@@ -172,7 +140,7 @@ class Agent:
             return
         self.text_only_turns = 0
         results = self._dispatch_all(turn.tool_calls)
-        stop: _Stop | None = None
+        stop: Stop | None = None
         for call, result in zip(turn.tool_calls, results, strict=True):
             stop = self._after_call(call, result) or stop
         if stop:
@@ -181,33 +149,22 @@ class Agent:
     def _ask_model(self) -> Turn:
         new = [m.to_dict() for m in self.messages[self._sent:]]
         request_hash = messages_hash([m.to_dict() for m in self.messages])
-        box: dict[str, Any] = {}
-
-        def call() -> None:
-            try:
-                box["turn"] = self.model.complete(self.messages, self.toolset, cancel=self.ctx.cancel)
-            except BaseException as e:  # noqa: BLE001 - handed to the loop's thread below
-                box["error"] = e
-
-        worker = threading.Thread(target=call, daemon=True, name="model-call")
-        worker.start()
-        while worker.is_alive():  # Ctrl-C must not wait for a slow provider
-            worker.join(0.1)
-            if self.ctx.cancel.is_set():
-                raise _Stop("cancelled", "cancelled by the user during a model call")
-        error = box.get("error")
-        if error is not None:
+        try:  # Ctrl-C and a cancel must not wait for a slow provider
+            turn = call_in_thread(lambda: self.model.complete(self.messages, self.toolset, cancel=self.ctx.cancel),
+                                  name="model-call", until=self.ctx.cancel.is_set)
+        except Abandoned:
+            raise Stop(StopReason.CANCELLED, "cancelled by the user during a model call") from None
+        except Exception as error:
             if self.trace:
                 self.trace.model_call(self.run_id, step=self.steps, model=self.model.name, request_hash=request_hash,
                                       new_messages=new, response=None, text="", tool_calls=[], finish_reason="error",
                                       input_tokens=0, output_tokens=0, cached_tokens=0, latency_s=0.0,
                                       error=str(error))
             if isinstance(error, ProviderError):
-                raise _Stop("provider_error", f"model provider error: {error}"
-                            + (f" (HTTP {error.status})" if error.status and str(error.status) not in str(error)
-                               else ""))
-            raise error
-        turn: Turn = box["turn"]
+                raise Stop(StopReason.PROVIDER_ERROR, f"model provider error: {error}"
+                           + (f" (HTTP {error.status})" if error.status and str(error.status) not in str(error)
+                              else "")) from None
+            raise
         self.usage += turn.usage
         self._sent = len(self.messages) + 1  # the assistant message appended next is in the response
         if self.trace:
@@ -251,47 +208,58 @@ class Agent:
 
     def _dispatch(self, call: ToolCall) -> ToolResult:
         if self.tool_calls >= self.budgets.max_tool_calls:
-            return ToolResult(ok=False, error_type="cancelled", message="not run: the tool-call budget is spent.")
+            return ToolResult(ok=False, error_type=ErrorType.CANCELLED,
+                              message="not run: the tool-call budget is spent.")
         self.tool_calls += 1
         return self.toolset.dispatch(self.ctx, call.name, call.arguments)
 
-    def _after_call(self, call: ToolCall, result: ToolResult) -> _Stop | None:
-        """Record one result, attach knowledge, check progress; returns a stop for after the turn, if any."""
-        stop: _Stop | None = None
-        if call.name == FINISH.name and result.ok:
-            stop = self._finish(result, call)  # the verifier's verdict replaces "finish requested"
-        text = result.render()
-        fingerprint = None
-        is_build_command = call.name == "run_command" and "argv" in result.data and \
-            Path(result.data["argv"][0]).name not in INSPECTION_TOOLS
+    def _after_call(self, call: ToolCall, result: ToolResult) -> Stop | None:
+        """One result, in order: the verifier's verdict on a finish, the guards' refusals, the progress check, the
+        trace and events, then the message the model reads. Returns a stop for after the turn, if any."""
+        denied = self._count_denial(result)
+        stop = (self._finish(result) if call.name == FINISH.name and result.ok else None) or denied
+        if result.internal:
+            stop = Stop(StopReason.ERROR, f"internal error in tool {call.name}: {result.data.get('exception')}")
         attached = result.data.get("kb") or []  # run_command attached them where the result was made
         self.kb_attached += [k["id"] for k in attached]
-        if is_build_command and not result.ok:
-            fingerprint = error_fingerprint(self._log_text(result, tail_lines=400) or result.message)
-        if result.error_type == PERMISSION_DENIED:
-            self.denials += 1
-            if self.denials >= self.budgets.max_permission_denials and stop is None:
-                stop = _Stop("permission_loop", f"{self.denials} calls were refused by the guards; the last: "
-                                                f"{result.message[:300]}")
-        if result.internal:
-            stop = _Stop("error", f"internal error in tool {call.name}: {result.data.get('exception')}")
-        changed = call.name in ("write_file", "edit_file")
-        verdict = self.progress.observe(call_signature(call.name, call.arguments), result.ok, fingerprint,
-                                        changed_files=changed)
-        if verdict and verdict.startswith("stuck:") and stop is None:
-            stop = _Stop("stuck", f"no progress: {verdict.removeprefix('stuck:')}")
-        elif verdict and verdict.startswith("nudge:"):
-            self._pending_nudge = verdict.removeprefix("nudge:")
+        verdict = self._watch_progress(call, result)
+        if verdict and verdict.stuck:
+            stop = stop or Stop(StopReason.STUCK, f"no progress: {verdict.why}")
+        elif verdict:
+            self._pending_nudge = verdict.why
+        text = result.render()
         if self._pending_nudge and call.name != FINISH.name:
-            text += (f"\n\n[crossbuild: no progress — {self._pending_nudge}. Try something different: read the full "
-                     "log, apply the attached fix, or change the build files. Repeating it will end the run.]")
-            self.emit(Event("nudge", {"step": self.steps, "why": self._pending_nudge}))
-            self._pending_nudge = None
-        row = 0
+            text += self._nudge_text()
+        self._record_call(call, result, attached, text)
+        self.messages.append(Message("tool", text, call_id=call.id, name=call.name, is_error=not result.ok,
+                                     data=result.data))
+        return stop
+
+    def _count_denial(self, result: ToolResult) -> Stop | None:
+        if result.error_type != ErrorType.PERMISSION_DENIED:
+            return None
+        self.denials += 1
+        if self.denials < self.budgets.max_permission_denials:
+            return None
+        return Stop(StopReason.PERMISSION_LOOP, f"{self.denials} calls were refused by the guards; the last: "
+                                                f"{result.message[:300]}")
+
+    def _watch_progress(self, call: ToolCall, result: ToolResult) -> Verdict | None:
+        tool = self.toolset.tools.get(call.name)
+        return self.progress.observe(call_signature(call.name, call.arguments), result.ok, result.fingerprint,
+                                     changed_files=tool is not None and tool.changes_files)
+
+    def _nudge_text(self) -> str:
+        why, self._pending_nudge = self._pending_nudge, None
+        self.emit(Event("nudge", {"step": self.steps, "why": why}))
+        return (f"\n\n[crossbuild: no progress — {why}. Try something different: read the full log, apply the "
+                "attached fix, or change the build files. Repeating it will end the run.]")
+
+    def _record_call(self, call: ToolCall, result: ToolResult, attached: list[dict], text: str) -> None:
         if self.trace:
             row = self.trace.tool_call(self.run_id, step=self.steps, seq=self.tool_calls, call_id=call.id,
                                        name=call.name, raw_arguments=call.arguments, parsed=_parsed(call.arguments),
-                                       result=result.to_dict(), fingerprint=fingerprint)
+                                       result=result.to_dict(), fingerprint=result.fingerprint)
             for k in attached:
                 self.trace.kb_attachment(self.run_id, row, k["id"], k["score"], k["how"])
         for k in attached:
@@ -299,36 +267,21 @@ class Agent:
         self.emit(Event("tool_result", {"step": self.steps, "id": call.id, "name": call.name, "ok": result.ok,
                                         "error_type": result.error_type, "summary": text.splitlines()[0][:200],
                                         "duration_s": result.duration_s}))
-        self.messages.append(Message("tool", text, call_id=call.id, name=call.name, is_error=not result.ok,
-                                     data=result.data))
-        return stop
 
-    def _log_text(self, result: ToolResult, tail_lines: int) -> str:
-        log = result.data.get("log")
-        if not log:
-            return ""
-        path = self.ctx.root / log
-        try:
-            with open(path, "rb") as f:
-                f.seek(max(0, path.stat().st_size - 256 * 1024))
-                return "\n".join(f.read().decode(errors="replace").splitlines()[-tail_lines:])
-        except OSError:
-            return ""
-
-    def _finish(self, result: ToolResult, call: ToolCall) -> _Stop | None:
+    def _finish(self, result: ToolResult) -> Stop | None:
         data = result.data
         if data["status"] == "blocked":
-            return _Stop("gave_up", data["summary"])
+            return Stop(StopReason.GAVE_UP, data["summary"])
         out_dir = data["output_dir"]
         report = verify(self.ctx.root / out_dir, self.ctx.target, toolchain=self.ctx.toolchain, box=self.ctx.sandbox,
                         rebuild_steps=replay_steps(self.ctx) or None)
         self.emit(Event("verify", {"step": self.steps, "ok": report.ok, "reasons": report.reasons[:10],
                                    "counts": report.counts, "output_dir": out_dir}))
         if report.ok:
-            return _Stop("verified", data["summary"], report, out_dir)
+            return Stop(StopReason.VERIFIED, data["summary"], report, out_dir)
         # not verified: the model gets the reasons (in place of "finish requested") and may continue
         result.ok = False
-        result.error_type = "command_failed"
+        result.error_type = ErrorType.COMMAND_FAILED
         result.message = "NOT VERIFIED:\n- " + "\n- ".join(report.reasons[:15])
         result.hint = "fix these and call finish again, or finish(status='blocked') if you cannot"
         result.data["verify"] = {"ok": False, "reasons": report.reasons[:30]}
@@ -364,4 +317,4 @@ def _parsed(raw: str) -> Any:
         return None
 
 
-__all__ = ["Agent", "RunOutcome", "INTERNAL"]
+__all__ = ["Agent", "RunOutcome"]

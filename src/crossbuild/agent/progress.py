@@ -3,35 +3,25 @@ cycles, A-B oscillation. The first time, a nudge goes into the next tool result;
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..kb.base import fingerprint
+from crossbuild.trace.store import canonical_arguments
 
 REPEAT_LIMIT = 3  # the same call with the same outcome this many times is a loop
 FINGERPRINT_LIMIT = 3  # the same build error this many times
 
 
 def call_signature(name: str, raw_arguments: str) -> str:
-    try:
-        canon = json.dumps(json.loads(raw_arguments or "{}"), sort_keys=True)
-    except (json.JSONDecodeError, RecursionError):
-        canon = raw_arguments.strip()
-    return f"{name}:{canon}"
+    return f"{name}:{canonical_arguments(raw_arguments)}"
 
 
-_ERROR_LINE = re.compile(r"\b(error|Error|ERROR|fatal)\b|undefined (reference|symbol)|No such file|not found|"
-                         r"cannot find|\*\*\*")
+@dataclass(frozen=True)
+class Verdict:
+    """What the monitor makes of the calls so far: a nudge the first time a kind of loop shows, stuck the next."""
 
-
-def error_fingerprint(output: str) -> str | None:
-    """The first error-looking line of a failed command's output, reduced to its shape (kb.fingerprint)."""
-    for line in output.splitlines():
-        if _ERROR_LINE.search(line) and not line.startswith("[full log"):
-            return fingerprint(line.strip())[:200]
-    return None
+    stuck: bool
+    why: str
 
 
 @dataclass
@@ -41,8 +31,8 @@ class ProgressMonitor:
     fingerprints: Counter = field(default_factory=Counter)
     recent: list[str] = field(default_factory=list)
 
-    def observe(self, signature: str, ok: bool, fingerprint: str | None, *, changed_files: bool) -> str | None:
-        """Record one call; return 'nudge:<why>', 'stuck:<why>' or None."""
+    def observe(self, signature: str, ok: bool, fingerprint: str | None, *, changed_files: bool) -> Verdict | None:
+        """Record one call; a verdict when the calls look like a loop."""
         if changed_files and ok:  # a successful edit changes what repeating a build means
             self.repeats.clear()
             self.fingerprints.clear()
@@ -63,12 +53,12 @@ class ProgressMonitor:
             verdicts.append(("oscillation", "the last calls alternate between the same two actions"))
         for kind, why in verdicts:
             if kind in self.nudged:
-                return f"stuck:{why}"
+                return Verdict(stuck=True, why=why)
         if verdicts:
             kind, why = verdicts[0]
             self.nudged.add(kind)
             # let the model earn a fresh start after the nudge
             if kind == "repeat":
                 self.repeats[key] = REPEAT_LIMIT - 1
-            return f"nudge:{why}"
+            return Verdict(stuck=False, why=why)
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..context import RunContext
+from crossbuild.tools.context import RunContext
 
 SYSTEM = """You are crossbuild's build agent. You cross-compile a C/C++ project for another machine with zig cc and
 you only act through the tools.

@@ -7,15 +7,17 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import kb, safefs, workspace
-from ..context import RunContext
-from ..models import ModelConfig, ScriptedModel, make_model
-from ..targets import Target
-from ..trace import Trace, new_run_id
-from .budgets import Budgets
-from .dependencies import DependencyBuilder
-from .events import Event, EventSink, ignore
-from .loop import Agent, RunOutcome
+from crossbuild import kb
+from crossbuild.agent.budgets import Budgets
+from crossbuild.agent.dependency_builder import DependencyBuilder
+from crossbuild.agent.events import Event, EventSink, ignore
+from crossbuild.agent.loop import Agent, RunOutcome
+from crossbuild.env import workspace
+from crossbuild.foundation import safefs
+from crossbuild.foundation.targets import Target
+from crossbuild.models import ModelConfig, ScriptedModel, make_model
+from crossbuild.tools.context import RunContext
+from crossbuild.trace.store import Trace, new_run_id
 
 
 @dataclass
@@ -37,25 +39,23 @@ class BuildRequest:
 def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.Event | None = None,
           run_id: str | None = None) -> tuple[RunOutcome, RunContext]:
     """Raises workspace.SourceError / ModelConfigError before anything runs when the request cannot start."""
-    from ..trace import default_path
+    from crossbuild.trace.store import default_path
 
     model = make_model(req.model, on_retry=lambda n, t, d: on_event(Event(
         "provider_retry", {"attempt": n, "reason": t.reason, "delay_s": round(d, 2)})))
-    root = req.workspace_dir or workspace.new_root(req.runs_dir, f"{workspace.label_for(req.source)}-{req.target.name}")
+    root = req.workspace_dir or workspace.new_root(req.runs_dir, req.source, req.target.name)
     ws = workspace.prepare(req.source, root)
     on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": list(ws.left_out)}))
-    ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
-                            kb=kb.load(), jobs=req.jobs)
-    if cancel is not None:
-        ctx.cancel = cancel
-    if isinstance(model, ScriptedModel):
-        model.rebase(ctx.root)
     trace = Trace(req.db or default_path())
-    ctx.dependency_builder = DependencyBuilder(ctx, trace=trace, on_event=on_event, user_sources=req.dep_sources)
-    config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
-              "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": list(ws.left_out),
-              "dep_sources": req.dep_sources}
     try:
+        builder = DependencyBuilder(trace=trace, on_event=on_event, user_sources=req.dep_sources)
+        ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
+                                kb=kb.load(), jobs=req.jobs, cancel=cancel, dependency_builder=builder)
+        if isinstance(model, ScriptedModel):
+            model.rebase(ctx.root)
+        config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
+                  "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": list(ws.left_out),
+                  "dep_sources": req.dep_sources}
         agent = Agent(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
                       config=config, run_id=run_id or new_run_id())
         outcome = agent.run()

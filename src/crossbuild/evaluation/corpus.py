@@ -12,7 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .. import host, workspace
+from crossbuild.env import workspace
+from crossbuild.foundation import host
 
 
 class FunctionalCheck(BaseModel):

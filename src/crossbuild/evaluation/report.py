@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .runner import LEVELS, load_rows
+from crossbuild.evaluation.runner import LEVELS, load_rows
+from crossbuild.trace import runs
+from crossbuild.trace import store as trace_store
 
 Z95 = 1.959964
 
@@ -81,27 +82,13 @@ class Report:
 
 
 def tool_stats(db: Path, run_ids: list[str]) -> tuple[dict[str, list[int]], Counter, Counter]:
-    tools: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    attached: Counter = Counter()
-    helped: Counter = Counter()
-    if not db.is_file() or not run_ids:
-        return tools, attached, helped
-    conn = sqlite3.connect(db)
+    if not db.is_file():
+        return defaultdict(lambda: [0, 0]), Counter(), Counter()
+    conn = trace_store.connect(db)
     try:
-        marks = ",".join("?" * len(run_ids))
-        for name, ok in conn.execute(f"SELECT name, ok FROM tool_calls WHERE run_id IN ({marks})", run_ids):
-            tools[name][0] += 1
-            tools[name][1] += 0 if ok else 1
-        verified = {r[0] for r in conn.execute(f"SELECT id FROM runs WHERE id IN ({marks}) AND status='verified'",
-                                               run_ids)}
-        for run_id, entry in conn.execute(f"SELECT run_id, entry_id FROM kb_attachments WHERE run_id IN ({marks})",
-                                          run_ids):
-            attached[entry] += 1
-            if run_id in verified:
-                helped[entry] += 1
+        return runs.tool_outcomes(conn, run_ids)
     finally:
         conn.close()
-    return tools, attached, helped
 
 
 def build_report(results_dir: Path, *, command: str | None = None) -> Report:

@@ -10,7 +10,7 @@ import json
 import os
 import re
 import shutil
-import sqlite3
+import struct
 import subprocess
 import sys
 import threading
@@ -21,8 +21,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from .corpus import Project, fetch
+from crossbuild import __version__
+from crossbuild.evaluation.corpus import Project, fetch
+from crossbuild.trace import runs
+from crossbuild.trace import store as trace_store
 
 FINISHED = ("verified", "failed", "cancelled", "error")  # a cell with one of these is not run again
 LEVELS = ("configured", "built", "right_target", "expected", "functional", "rebuild")
@@ -83,7 +85,7 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
     work = out / "work" / cell.slug
     shutil.rmtree(work, ignore_errors=True)  # a cell that crashed before starts clean
     work.mkdir(parents=True)
-    argv = [sys.executable, "-m", "crossbuild.cli", "build", cell.project.source_spec(), "-t", cell.target,
+    argv = [sys.executable, "-m", "crossbuild", "build", cell.project.source_spec(), "-t", cell.target,
             "-m", config.model, "--max-steps", str(config.max_steps), "-j", str(config.jobs_per_build),
             "-w", str(work / "ws"), "--prefix", str(work / "prefix"), "--db", str(out / "runs.db"),
             "--sandbox", config.sandbox, "--json"]
@@ -128,23 +130,21 @@ def _json_from(stdout: str) -> dict[str, Any] | None:
 def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path) -> dict[str, bool | None]:
     """configured, built, artifacts for the right target, every expected artifact, functional check under qemu
     (None when the project has none), clean rebuild."""
-    commands = []
+    cmds: list[str] = []
     if db.is_file():
-        conn = sqlite3.connect(db)
+        conn = trace_store.connect(db)
         try:
-            commands = conn.execute("SELECT raw_arguments FROM tool_calls WHERE run_id=? AND name='run_command' AND "
-                                    "ok=1", (outcome["run_id"],)).fetchall()
+            cmds = runs.succeeded_commands(conn, outcome["run_id"])
         finally:
             conn.close()
-    cmds = [json.loads(r[0] or "{}").get("command", "") for r in commands]
     report = outcome.get("verify") or {}
     arts = [a for a in report.get("artifacts", []) if a.get("ok") and a["kind"] in (
-        "executable", "shared_library", "static_library", "import_library") and "(" not in a["path"]]
+        "executable", "shared_library", "static_library", "import_library") and not a.get("member_of")]
     names = {Path(a["path"]).name for a in arts}
     install = ws / "install"
     if install.is_dir() and report.get("ok"):
-        from ..artifacts import check_artifact, scan_tree
-        from ..targets import parse_target
+        from crossbuild.foundation.targets import parse_target
+        from crossbuild.proof.artifacts import check_artifact, scan_tree
 
         target = parse_target(outcome["verify"]["target"])
         names |= {Path(a.path).name for a in scan_tree(install).artifacts if not check_artifact(a, target)
@@ -165,22 +165,40 @@ def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path
 
 
 def _functional(project: Project, ws: Path, outcome: dict[str, Any]) -> bool:
+    """The project's own check (a program, arguments, expected exit and output), run the one way target programs
+    run here (proof.target_run), with the loader a dynamic program needs."""
     check = project.functional
     assert check is not None
-    candidates = sorted(p for p in ws.glob(check.program) if p.is_file() and os.access(p, os.X_OK)
-                        and ".xbuild" not in p.parts and "rebuild" not in p.parts)
-    runner = ws / ".xbuild" / "bin" / "target-run"
-    if not candidates or not runner.exists():
+    candidates = sorted(p for p in ws.glob(check.program) if p.is_file() and not p.is_symlink()
+                        and os.access(p, os.X_OK) and ".xbuild" not in p.parts and "rebuild" not in p.parts)
+    if not candidates:
         return False
-    from .. import sandbox
-    from ..targets import parse_target
-    from ..toolchain import Toolchain
+    from elftools.common.exceptions import ELFError
 
-    tc = Toolchain.for_target(parse_target(outcome["verify"]["target"]), ws)
+    from crossbuild.env import sandbox
+    from crossbuild.env.toolchain import Toolchain
+    from crossbuild.foundation import safefs
+    from crossbuild.foundation.targets import parse_target
+    from crossbuild.proof.binary_formats import describe_elf
+    from crossbuild.proof.target_run import runner_argv
+
+    exe = candidates[0]
+    target = parse_target(outcome["verify"]["target"])
+    try:
+        with os.fdopen(safefs.open_regular(ws, str(exe.relative_to(ws))), "rb") as f:
+            dynamic = describe_elf(f, exe.name).linkage == "dynamic"
+    except (OSError, ValueError, struct.error, ELFError):  # not a readable ELF program: the check fails
+        return False
+    report = outcome["verify"]
+    libs = sorted({str((Path(report["root"]) / a["path"]).parent) for a in report.get("artifacts", [])
+                   if a.get("ok") and a["kind"] == "shared_library" and not a.get("member_of")})
+    argv, _ = runner_argv(target, exe, dynamic=dynamic, lib_dirs=libs, args=list(check.args))
+    if argv is None:
+        return False
+    tc = Toolchain.for_target(target, ws)
     box = sandbox.for_toolchain(tc)
     log = ws / ".xbuild" / "logs" / "functional.log"
-    res = box.run([str(runner), str(candidates[0]), *check.args], cwd=candidates[0].parent, env=tc.env.as_dict(),
-                  log_path=log, limits=sandbox.Limits(timeout_s=60))
+    res = box.run(argv, cwd=exe.parent, env=tc.env.as_dict(), log_path=log, limits=sandbox.Limits(timeout_s=60))
     text = log.read_text(errors="replace")
     if res.returncode != check.expect_exit:
         return False

@@ -1,5 +1,5 @@
 """Knowledge base of cross-build failures: shipped entries, matching by fingerprint then BM25, compact rendering."""
 
-from .base import Entry, KnowledgeBase, Match, load
+from crossbuild.kb.base import Entry, KnowledgeBase, Match, load
 
 __all__ = ["Entry", "KnowledgeBase", "Match", "load"]

@@ -22,7 +22,7 @@ MIN_BM25_SCORE = 12.0
 
 
 ActionKind = Literal["cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env", "disable_option",
-                     "switch_system", "use_glibc", "patch", "dependency", "clean"]
+                     "switch_system", "use_glibc", "patch", "dependency", "clean", "skip_test_goals"]
 _NEEDS = {"cmake_args": "args", "meson_args": "args", "configure_args": "args", "make_args": "args",
           "cache_vars": "args", "env": "args", "disable_option": "pattern", "switch_system": "system", "patch": "file",
           "dependency": "name"}
@@ -50,9 +50,6 @@ class Action(BaseModel):
         if self.kind == "patch" and (self.old is None or self.new is None):
             raise ValueError("a patch action needs `old` and `new`")
         return self
-
-    def key(self) -> str:
-        return self.model_dump_json(exclude_none=True)
 
 
 class Entry(BaseModel):
@@ -116,6 +113,19 @@ def fingerprint(text: str) -> str:
     return _QUOTED.sub("'Q'", normalise(text)).strip()
 
 
+_ERROR_LINE = re.compile(r"\b(error|Error|ERROR|fatal)\b|undefined (reference|symbol)|No such file|not found|"
+                         r"cannot find|\*\*\*")
+
+
+def error_fingerprint(output: str) -> str | None:
+    """The first error-looking line of a failed command's output, reduced to its shape: the same failure coming
+    back across configure/build cycles has the same fingerprint."""
+    for line in output.splitlines():
+        if _ERROR_LINE.search(line) and not line.startswith("[full log"):
+            return fingerprint(line.strip())[:200]
+    return None
+
+
 class KnowledgeBase:
     def __init__(self, entries: list[Entry]):
         ids = [e.id for e in entries]
@@ -157,10 +167,6 @@ class KnowledgeBase:
             if use_bm25 and score >= threshold:
                 found[entry_id] = Match(self.entries[entry_id], score, "bm25")
         return sorted(found.values(), key=lambda m: -m.score)[:limit]
-
-    def match(self, output: str, limit: int = 2) -> list[Match]:
-        """What the agent loop attaches to a failed configure/build command: the top matches for its output."""
-        return self.search(output, limit=limit)
 
     def _bm25(self, text: str, limit: int) -> list[tuple[str, float]]:
         words = list(dict.fromkeys(w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", text)))[:64]

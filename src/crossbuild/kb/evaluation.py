@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 
-from .base import KnowledgeBase
+from crossbuild.kb.base import KnowledgeBase
 
 KINDS = ("fixture", "paraphrase", "unseen", "heldout")
 

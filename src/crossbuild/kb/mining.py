@@ -8,7 +8,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 
-from .base import KnowledgeBase
+from crossbuild.kb.base import KnowledgeBase
 
 
 @dataclass

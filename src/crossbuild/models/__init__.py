@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..tools.base import Toolset
-from .base import Message, Model, ProviderError, ToolCall, Turn, Usage
-from .planner import Planner
-from .scripted import ScriptedModel
+from crossbuild.models.base import Message, Model, ProviderError, ToolCall, Turn, Usage
+from crossbuild.models.planner import Planner
+from crossbuild.models.scripted import ScriptedModel
+from crossbuild.tools.base import Toolset
 
 __all__ = ["Message", "Model", "ProviderError", "ToolCall", "Turn", "Usage", "Planner", "ScriptedModel",
            "ModelConfig", "make_model", "HandoverModel", "ModelConfigError"]
@@ -92,13 +92,13 @@ def make_model(config: ModelConfig, *, env: dict[str, str] | None = None, on_ret
         raise ModelConfigError(f"no API key for {spec}: set {var} or add [{provider}] api_key = \"...\" to "
                                f"{config_file()}")
     if provider == "openai":
-        from .openai_chat import OpenAIChatModel, OpenAIOptions
+        from crossbuild.models.openai_chat import OpenAIChatModel, OpenAIOptions
 
         return OpenAIChatModel(OpenAIOptions(
             model=name, base_url=base_url, api_key=key, strict=config.strict,
             parallel_tool_calls=config.parallel_tool_calls, tool_choice=config.tool_choice,
             temperature=config.temperature, seed=config.seed, timeout_s=config.timeout_s), on_retry=on_retry)
-    from .anthropic_chat import AnthropicChatModel, AnthropicOptions
+    from crossbuild.models.anthropic_chat import AnthropicChatModel, AnthropicOptions
 
     choice = {"required": "any"}.get(config.tool_choice, config.tool_choice)
     return AnthropicChatModel(AnthropicOptions(
@@ -121,11 +121,10 @@ class HandoverModel:
     def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
         if self.handed_over_at is None:
             turn = self.first.complete(messages, tools, cancel=cancel)
-            blocked = [c for c in turn.tool_calls if c.name == "finish" and '"blocked"' in c.arguments]
-            if not blocked:
+            if self.first.gave_up is None:
                 return turn
             self.handed_over_at = len(messages)
             self._note = ("The offline planner could not finish this build and hands over to you. Its reason: "
-                          f"{blocked[0].arguments}. Continue from here with the tools.")
+                          f"{self.first.gave_up}. Continue from here with the tools.")
         convo = [*messages[: self.handed_over_at], Message("user", self._note), *messages[self.handed_over_at:]]
         return self.then.complete(convo, tools, cancel=cancel)

@@ -8,10 +8,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..tools.base import Toolset
-from ..tools.schemas import anthropic_tools
-from .base import Message, ProviderError, ToolCall, Turn, Usage
-from .retry import FATAL_STATUSES, RetryPolicy, Transient, retry_after, timed_turn
+from crossbuild.models.base import Message, ProviderError, ToolCall, Turn, Usage
+from crossbuild.models.retry import RetryPolicy, sdk_call, timed_turn
+from crossbuild.tools.base import Toolset
+from crossbuild.tools.schemas import anthropic_tools
 
 
 @dataclass
@@ -62,23 +62,7 @@ class AnthropicChatModel:
                           on_retry=self._on_retry)
 
     def _create(self, body: dict[str, Any]) -> Any:
-        an = self._anthropic
-        try:
-            return self._client.messages.create(**body)
-        except an.APIStatusError as e:
-            status = e.status_code
-            if status in (429, 529) or status >= 500:
-                raise Transient(f"HTTP {status}", status, retry_after(e.response.headers.get("retry-after"))) \
-                    from None
-            what = FATAL_STATUSES.get(status, "request failed")
-            raise ProviderError(f"{self.name}: HTTP {status} {what}: {str(e.message)[:300]}", status=status) \
-                from None
-        except an.APITimeoutError:
-            raise Transient("timed out") from None
-        except an.APIConnectionError as e:
-            raise Transient(f"connection failed: {e.__cause__ or e}") from None
-        except (an.APIResponseValidationError, json.JSONDecodeError) as e:
-            raise Transient(f"unreadable response from the server: {str(e)[:300]}") from None
+        return sdk_call(self._anthropic, self.name, lambda: self._client.messages.create(**body), also_transient=(529,))
 
 
 def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..tools.base import Toolset
+from crossbuild.tools.base import Toolset
 
 
 @dataclass

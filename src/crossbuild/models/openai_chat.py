@@ -8,10 +8,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..tools.base import Toolset
-from ..tools.schemas import openai_tools
-from .base import Message, ProviderError, ToolCall, Turn, Usage
-from .retry import FATAL_STATUSES, RetryPolicy, Transient, retry_after, timed_turn
+from crossbuild.models.base import Message, ProviderError, ToolCall, Turn, Usage
+from crossbuild.models.retry import RetryPolicy, sdk_call, timed_turn
+from crossbuild.tools.base import Toolset
+from crossbuild.tools.schemas import openai_tools
 
 
 @dataclass
@@ -63,26 +63,8 @@ class OpenAIChatModel:
                           on_retry=self._on_retry)
 
     def _create(self, body: dict[str, Any]) -> Any:
-        oa = self._openai
-        try:
-            return self._client.chat.completions.create(**body)
-        except oa.APIStatusError as e:
-            status = e.status_code
-            if status == 429 or status >= 500:
-                raise Transient(f"HTTP {status}", status, retry_after(e.response.headers.get("retry-after"))) \
-                    from None
-            what = FATAL_STATUSES.get(status, "request failed")
-            raise ProviderError(f"{self.name}: HTTP {status} {what}: {_short(e.message)}", status=status) from None
-        except oa.APITimeoutError:
-            raise Transient("timed out") from None
-        except oa.APIConnectionError as e:
-            raise Transient(f"connection failed: {e.__cause__ or e}") from None
-        except (oa.APIResponseValidationError, json.JSONDecodeError) as e:
-            raise Transient(f"unreadable response from the server: {_short(str(e))}") from None
+        return sdk_call(self._openai, self.name, lambda: self._client.chat.completions.create(**body))
 
-
-def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:

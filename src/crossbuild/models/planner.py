@@ -13,8 +13,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tools.base import Toolset
-from .base import Message, ToolCall, Turn
+from crossbuild.models.base import Message, ToolCall, Turn
+from crossbuild.tools.base import Toolset
 
 MAX_ATTEMPTS = 6  # configure/build cycles, each after applying at least one new fix
 BUILD_TIMEOUT_S = 3600
@@ -24,7 +24,7 @@ ARG_KIND = {"cmake": "cmake_args", "meson": "meson_args", "autotools": "configur
 
 @dataclass
 class PlannerState:
-    phase: str = "start"  # start | steps | finishing | done
+    phase: str = "start"  # start | steps | options | goals | switching | finishing | blocked | done
     system: str | None = None
     recipe: list[dict[str, Any]] = field(default_factory=list)
     output_dir: str = "build"
@@ -37,6 +37,8 @@ class PlannerState:
     pending_deps: list[str] = field(default_factory=list)
     pending_switch: str | None = None
     pending_disable: list[str] = field(default_factory=list)  # option-name patterns waiting for build_status
+    pending_goals: bool = False  # build make's default goal without its test goals (asks build_status for them)
+    make_goals: list[str] = field(default_factory=list)  # explicit goals for the build step's make
     clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
     cleaning: bool = False
     env: dict[str, str] = field(default_factory=dict)
@@ -50,6 +52,7 @@ class Planner:
     def __init__(self, max_attempts: int = MAX_ATTEMPTS):
         self.max_attempts = max_attempts
         self.state = PlannerState()
+        self.gave_up: str | None = None  # why, once the planner is out of ideas (`--model auto` hands over then)
         self._n = 0
 
     # ---- protocol -------------------------------------------------------------------------------------------
@@ -69,6 +72,8 @@ class Planner:
 
     def _finish(self, status: str, summary: str) -> Turn:
         self.state.phase = "done"
+        if status == "blocked":
+            self.gave_up = summary
         out = self.state.output_dir if status == "built" else None
         return self._call("finish", status=status, summary=summary, output_dir=out)
 
@@ -87,6 +92,10 @@ class Planner:
             return self._call("build_dependency", name=s.pending_deps.pop(0))
         if s.pending_disable and s.phase == "steps":
             s.phase = "options"
+            return self._call("build_status")
+        if s.pending_goals and s.phase == "steps":
+            s.pending_goals = False
+            s.phase = "goals"
             return self._call("build_status")
         if s.pending_switch:
             system, s.pending_switch = s.pending_switch, None
@@ -119,6 +128,8 @@ class Planner:
                 s.extra["meson_args"] if s.system == "meson" else s.extra["configure_args"]
         elif argv and argv[0] == "make" and step["phase"] in ("build", "check", "install"):
             argv += s.extra["make_args"]
+            if step["phase"] == "build":
+                argv += s.make_goals
         return argv
 
     def _observe(self, result: Message) -> None:
@@ -144,6 +155,17 @@ class Planner:
                 s.notes.append(f"disabled {', '.join(hits)}")
             else:  # the other fixes of this round still run; if none helps, the same failure ends the plan
                 s.notes.append(f"no project option matches {', '.join(patterns)}")
+            return
+        if result.name == "build_status" and s.phase == "goals":
+            s.phase = "steps"
+            goals = data.get("make_goals") or {}
+            chosen = goals.get("without_tests") or []
+            if chosen and chosen != goals.get("prerequisites"):
+                s.make_goals = chosen
+                s.notes.append(f"built make goals {' '.join(chosen)} instead of `{goals['default']}` (its test goals "
+                               "run target programs on the build machine)")
+            else:
+                s.notes.append("make's default goal has no test goals to leave out")
             return
         if result.name == "build_status" and s.phase == "start":
             s.system = data.get("build_system")
@@ -217,6 +239,8 @@ class Planner:
                     pass  # every restart after a fix starts from a removed build folder
                 elif kind == "disable_option" and s.system in ("cmake", "meson"):
                     s.pending_disable.append(action["pattern"])
+                elif kind == "skip_test_goals" and s.system in ("make", "configure"):
+                    s.pending_goals = True
                 elif kind == "switch_system" and action.get("system") != s.system:
                     s.pending_switch = action["system"]
                 elif kind == "patch":

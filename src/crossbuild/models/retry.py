@@ -3,6 +3,7 @@ backoff and jitter inside a retry budget; never shown to the model. Fatal status
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .base import ProviderError, Turn
+from crossbuild.models.base import ProviderError, Turn
 
 T = TypeVar("T")
 FATAL_STATUSES = {400: "bad request", 401: "the API key was refused", 402: "payment required (out of credit)",
@@ -79,3 +80,26 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, *, cancel: threa
     assert last is not None
     raise ProviderError(f"the provider kept failing ({last.reason}); retry budget spent after {attempt} attempts "
                         f"and {waited:.1f}s of waiting", status=last.status, fatal=True)
+
+
+def sdk_call(sdk: Any, name: str, create: Callable[[], T], *, also_transient: tuple[int, ...] = ()) -> T:
+    """One request through a provider SDK, its errors sorted into Transient (retry) and ProviderError (stop). The
+    OpenAI and Anthropic SDKs share these exception names; ALSO_TRANSIENT adds a provider's own busy statuses."""
+    try:
+        return create()
+    except sdk.APIStatusError as e:
+        status = e.status_code
+        if status == 429 or status >= 500 or status in also_transient:
+            raise Transient(f"HTTP {status}", status, retry_after(e.response.headers.get("retry-after"))) from None
+        what = FATAL_STATUSES.get(status, "request failed")
+        raise ProviderError(f"{name}: HTTP {status} {what}: {_short(str(e.message))}", status=status) from None
+    except sdk.APITimeoutError:
+        raise Transient("timed out") from None
+    except sdk.APIConnectionError as e:
+        raise Transient(f"connection failed: {e.__cause__ or e}") from None
+    except (sdk.APIResponseValidationError, json.JSONDecodeError) as e:
+        raise Transient(f"unreadable response from the server: {_short(str(e))}") from None
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."

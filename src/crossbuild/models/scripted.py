@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from pathlib import Path
 
-from ..tools.base import Toolset
-from .base import Message, ToolCall, Turn, Usage
+from crossbuild.models.base import Message, ToolCall, Turn, Usage
+from crossbuild.tools.base import Toolset
+from crossbuild.trace import runs
+from crossbuild.trace import store as trace_store
 
 
 class ScriptedModel:
@@ -40,15 +41,13 @@ class ScriptedModel:
     @classmethod
     def from_trace(cls, db_path: str | Path, run_id: str) -> ScriptedModel:
         """The model turns of a recorded run, in order: replaying them reproduces its tool calls."""
-        db = sqlite3.connect(str(db_path))
+        db = trace_store.connect(db_path)
         try:
-            rows = db.execute("SELECT text, tool_calls_json FROM model_calls WHERE run_id=? AND error IS NULL "
-                              "ORDER BY id", (run_id,)).fetchall()
-            ws = db.execute("SELECT workspace FROM runs WHERE id=?", (run_id,)).fetchone()
+            rows, ws = runs.model_turns(db, run_id)
         finally:
             db.close()
         if not rows:
             raise ValueError(f"run {run_id} has no recorded model calls in {db_path}")
         turns = [Turn(text=text or "", tool_calls=[ToolCall(**c) for c in json.loads(calls or "[]")])
                  for text, calls in rows]
-        return cls(turns, name=f"replay:{run_id}", workspace=ws[0] if ws else None)
+        return cls(turns, name=f"replay:{run_id}", workspace=ws)

@@ -1,11 +1,11 @@
 """The tools models use — the same functions for our agent loop and for outside agents over MCP."""
 
-from .base import ToolResult, Toolset
-from .build import BUILD_STATUS, VERIFY
-from .command import RUN_COMMAND
-from .deps import BUILD_DEPENDENCY
-from .files import FILE_TOOLS
-from .knowledge import SEARCH_KNOWLEDGE
+from crossbuild.tools.base import ToolResult, Toolset
+from crossbuild.tools.build import BUILD_STATUS, VERIFY
+from crossbuild.tools.build_dependency import BUILD_DEPENDENCY
+from crossbuild.tools.command import RUN_COMMAND
+from crossbuild.tools.files import FILE_TOOLS
+from crossbuild.tools.knowledge import SEARCH_KNOWLEDGE
 
 
 def default_toolset() -> Toolset:

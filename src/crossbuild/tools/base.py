@@ -12,40 +12,44 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .. import safefs
-from ..context import RunContext
+from crossbuild.foundation import safefs
+from crossbuild.tools.context import RunContext
 
-# error_type values; the loop and the trace read these, never the message text.
-INVALID_JSON = "invalid_json"
-INVALID_ARGUMENTS = "invalid_arguments"
-UNKNOWN_TOOL = "unknown_tool"
-PERMISSION_DENIED = "permission_denied"
-NOT_FOUND = "not_found"
-COMMAND_FAILED = "command_failed"
-TIMEOUT = "timeout"
-CANCELLED = "cancelled"
-INTERNAL = "internal"
-ERROR_TYPES = (INVALID_JSON, INVALID_ARGUMENTS, UNKNOWN_TOOL, PERMISSION_DENIED, NOT_FOUND, COMMAND_FAILED, TIMEOUT,
-               CANCELLED, INTERNAL)
+
+class ErrorType(StrEnum):
+    """Why a call failed; the loop, the trace and the tests read these, never the message text."""
+
+    INVALID_JSON = "invalid_json"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    UNKNOWN_TOOL = "unknown_tool"
+    PERMISSION_DENIED = "permission_denied"
+    NOT_FOUND = "not_found"
+    COMMAND_FAILED = "command_failed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    INTERNAL = "internal"
 
 
 @dataclass
 class ToolResult:
     ok: bool
     message: str  # what the model reads (already within the tool's output budget)
-    error_type: str | None = None
+    error_type: ErrorType | None = None
     hint: str | None = None  # how to continue; rendered after the message
     data: dict[str, Any] = field(default_factory=dict)  # for the program: exit code, log path, diff stats, ...
     duration_s: float = 0.0
+    # a failed build command: its first error line reduced to its shape, so a loop can see the same failure return
+    fingerprint: str | None = None
 
     @property
     def internal(self) -> bool:
         """A bug in crossbuild, not the model's doing: the loop must stop."""
-        return self.error_type == INTERNAL
+        return self.error_type == ErrorType.INTERNAL
 
     def render(self) -> str:
         """The text a model sees."""
@@ -62,7 +66,7 @@ class ToolResult:
 class ToolFailure(Exception):
     """Raised inside a tool for an expected failure; dispatch turns it into a ToolResult."""
 
-    error_type = COMMAND_FAILED
+    error_type = ErrorType.COMMAND_FAILED
 
     def __init__(self, message: str, hint: str | None = None, **data: Any):
         super().__init__(message)
@@ -72,17 +76,17 @@ class ToolFailure(Exception):
 
 
 class PermissionDenied(ToolFailure):
-    error_type = PERMISSION_DENIED
+    error_type = ErrorType.PERMISSION_DENIED
 
 
 class NotFound(ToolFailure):
-    error_type = NOT_FOUND
+    error_type = ErrorType.NOT_FOUND
 
 
 class BadArguments(ToolFailure):
     """Arguments that pass the schema but make no sense (offset past the end, an ambiguous edit)."""
 
-    error_type = INVALID_ARGUMENTS
+    error_type = ErrorType.INVALID_ARGUMENTS
 
 
 class ToolArgs(BaseModel):
@@ -101,6 +105,7 @@ class Tool:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
+    changes_files: bool = False  # a successful call edits the project: repeating a build after it is progress
 
 
 class Toolset:
@@ -128,7 +133,7 @@ class Toolset:
             result = self._dispatch(ctx, name, raw_arguments)
         except Exception as e:  # a bug in crossbuild: flag it, keep the traceback for the trace, not the model
             result = ToolResult(
-                ok=False, error_type=INTERNAL,
+                ok=False, error_type=ErrorType.INTERNAL,
                 message=f"crossbuild hit an internal error running {name!r}; this is not caused by your arguments "
                         "and the run will stop.",
                 data={"exception": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
@@ -137,7 +142,7 @@ class Toolset:
 
     def _dispatch(self, ctx: RunContext, name: Any, raw_arguments: Any) -> ToolResult:
         if not isinstance(name, str) or name not in self.tools:
-            return ToolResult(ok=False, error_type=UNKNOWN_TOOL,
+            return ToolResult(ok=False, error_type=ErrorType.UNKNOWN_TOOL,
                               message=f"there is no tool named {str(name)[:80]!r}.",
                               hint=f"the tools are: {', '.join(self.tools)}")
         tool = self.tools[name]
@@ -157,7 +162,7 @@ class Toolset:
         except ToolFailure as f:
             return ToolResult(ok=False, error_type=f.error_type, message=f.message, hint=f.hint, data=f.data)
         except safefs.UnsafePath as e:  # a path the build turned into a link or special file under our feet
-            return ToolResult(ok=False, error_type=PERMISSION_DENIED,
+            return ToolResult(ok=False, error_type=ErrorType.PERMISSION_DENIED,
                               message=f"{e.filename} is {e.strerror}; crossbuild does not follow links or open "
                                       "special files a build left in the workspace.",
                               hint="work with regular files inside the workspace")
@@ -172,17 +177,18 @@ def parse_arguments(raw: Any) -> dict[str, Any] | ToolResult:
     if isinstance(raw, bytes | bytearray):
         raw = raw.decode("utf-8", errors="replace")
     if not isinstance(raw, str):
-        return ToolResult(ok=False, error_type=INVALID_JSON,
+        return ToolResult(ok=False, error_type=ErrorType.INVALID_JSON,
                           message=f"arguments must be a JSON object, got {type(raw).__name__}.")
     try:
         value = json.loads(raw)
     except (json.JSONDecodeError, RecursionError) as e:
         reason = f"{e.msg} at line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
-        return ToolResult(ok=False, error_type=INVALID_JSON, message=f"arguments are not valid JSON: {reason}.",
+        return ToolResult(ok=False, error_type=ErrorType.INVALID_JSON,
+                          message=f"arguments are not valid JSON: {reason}.",
                           hint="send the arguments as one JSON object, e.g. {\"path\": \"src/CMakeLists.txt\"}; "
                                "escape quotes and newlines inside strings.")
     if not isinstance(value, dict):
-        return ToolResult(ok=False, error_type=INVALID_JSON,
+        return ToolResult(ok=False, error_type=ErrorType.INVALID_JSON,
                           message=f"arguments must be a JSON object, got a JSON {_json_kind(value)}.",
                           hint="wrap the arguments in {...} with one key per field.")
     return value
@@ -213,7 +219,7 @@ def _schema_error(tool: Tool, e: ValidationError) -> ToolResult:
             shown = json.dumps(got)[:60] if _jsonable(got) else type(got).__name__
             problems.append(f"{loc}: {err['msg']} (got {shown})")
     valid = ", ".join(f"{n}{'' if f.is_required() else '?'}: {_type_name(f.annotation)}" for n, f in fields.items())
-    return ToolResult(ok=False, error_type=INVALID_ARGUMENTS,
+    return ToolResult(ok=False, error_type=ErrorType.INVALID_ARGUMENTS,
                       message=f"{tool.name} arguments are invalid:\n- " + "\n- ".join(problems),
                       hint=f"valid fields (? = optional): {valid}",
                       data={"problems": problems})

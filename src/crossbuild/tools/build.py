@@ -6,17 +6,19 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
-from .. import recipes, safefs
-from ..artifacts import check_artifact
-from ..context import RunContext
-from ..recipes import BuildStep
-from ..verify import scan_outputs, verify
-from . import paths
-from .base import BadArguments, Tool, ToolArgs, ToolResult
-from .command import INSPECTION_TOOLS
+from crossbuild.env import recipes
+from crossbuild.env.recipes import BuildStep
+from crossbuild.foundation import safefs
+from crossbuild.proof.artifacts import check_artifact
+from crossbuild.proof.verify import scan_outputs, verify
+from crossbuild.tools import paths
+from crossbuild.tools.base import BadArguments, ErrorType, Tool, ToolArgs, ToolResult
+from crossbuild.tools.command import INSPECTION_TOOLS
+from crossbuild.tools.context import RunContext
 
 
 def replay_steps(ctx: RunContext) -> list[BuildStep]:
@@ -83,12 +85,32 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
     options = project_options(ctx.root)
     if options:
         lines.append(f"project options (CMake cache): {', '.join(f'{k}={v}' for k, v in options.items())[:1500]}")
+    goals = make_goals(ctx.root) if system in ("make", "configure") else None
+    if goals:
+        lines.append(f"make's default goal `{goals['default']}` builds: {' '.join(goals['prerequisites'])[:600]}")
     return ToolResult(ok=True, message="\n".join(lines),
-                      data={"options": options, "build_system": system, "state": state, "commands": len(ctx.commands),
+                      data={"options": options, "make_goals": goals, "build_system": system, "state": state,
+                            "commands": len(ctx.commands),
                             "artifacts": artifacts, "artifacts_for_target": fitting,
                             "output_dir": recipes.output_dir(system) if recipe else "build", "recipe": recipe,
                             "cmake_args": tc.cmake_args(), "meson_args": tc.meson_args(),
                             "configure_args": tc.configure_args()})
+
+
+def make_goals(root: Path) -> dict[str, Any] | None:
+    """src/Makefile's default goal, its prerequisites, and those that are not test goals (read, never run)."""
+    for name in ("GNUmakefile", "makefile", "Makefile"):
+        try:  # the project's (or its configure's) file: no link followed, bounded
+            text = safefs.read_text(root, f"src/{name}", max_bytes=4 << 20)
+        except OSError:
+            continue
+        found = recipes.default_goal(text)
+        if found is None:
+            return None
+        goal, prerequisites = found
+        return {"default": goal, "prerequisites": prerequisites,
+                "without_tests": recipes.without_test_goals(prerequisites)}
+    return None
 
 
 def project_options(root: Path, build: str = "build") -> dict[str, str]:
@@ -125,10 +147,7 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     lines = [f"{'VERIFIED' if report.ok else 'NOT VERIFIED'} for {ctx.target.name}: {paths.display(ctx, real)} "
              f"({counts})"]
     for run in report.smoke_runs[:15]:
-        outcome = f"skipped: {run.skipped}" if run.skipped else "passed" if run.passed else \
-            "ran, printed its usage (needs arguments)" if run.needs_arguments else \
-            f"FAILED ({run.stopped or f'exit {run.exit_code}'})"
-        lines.append(f"  smoke run {run.path}: {outcome}")
+        lines.append(f"  smoke run {run.path}: {run.outcome()}")
     if report.rebuild:
         lines.append(f"  clean rebuild: {'passed' if report.rebuild['ok'] else report.rebuild['error']}")
     if args.rebuild and not steps:
@@ -136,11 +155,12 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     for reason in report.reasons[:15]:
         lines.append(f"  - {reason}")
     data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons,
-            "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped} for r in report.smoke_runs],
+            "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped, "triage": r.triage, "why": r.why}
+                           for r in report.smoke_runs],
             "rebuild": report.rebuild}
     if report.ok:
         return ToolResult(ok=True, message="\n".join(lines), data=data)
-    return ToolResult(ok=False, error_type="command_failed", message="\n".join(lines), data=data,
+    return ToolResult(ok=False, error_type=ErrorType.COMMAND_FAILED, message="\n".join(lines), data=data,
                       hint="fix the reasons above; wrong-architecture files usually mean a host compiler was used "
                            "(a hard-coded gcc or a CC_FOR_BUILD helper installed as a product)")
 

@@ -11,18 +11,10 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..context import CommandRecord, RunContext
-from . import paths
-from .base import (
-    CANCELLED,
-    COMMAND_FAILED,
-    TIMEOUT,
-    BadArguments,
-    PermissionDenied,
-    Tool,
-    ToolArgs,
-    ToolResult,
-)
+from crossbuild.kb.base import error_fingerprint
+from crossbuild.tools import paths
+from crossbuild.tools.base import BadArguments, ErrorType, PermissionDenied, Tool, ToolArgs, ToolResult
+from crossbuild.tools.context import CommandRecord, RunContext
 
 DEFAULT_TIMEOUT_S = 900
 MAX_TIMEOUT_S = 3600
@@ -42,6 +34,7 @@ INSPECTION_TOOLS = frozenset({"file", "readelf", "nm", "objdump", "strings", "si
                               "grep", "find", "wc", "diff", "test", "true", "echo", "which", "pkg-config", "pkgconf"})
 KB_PER_RESULT = 2  # knowledge entries attached to one failed command (new ones only)
 KB_LOG_BYTES = 512 * 1024  # how much of a failed command's log (its end) is matched against the knowledge base
+FINGERPRINT_LINES = 400  # the first error line among a failed build's last lines is its fingerprint
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "env", "xargs", "nohup", "sudo", "su", "eval", "exec"})
 NO_SHELL = ("run_command runs one program without a shell, so {what} is not supported (it would not do what you "
             "expect). Make one run_command call per program; use cwd= instead of `cd`; the full output of every "
@@ -226,26 +219,35 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
             "duration_s": round(res.duration_s, 3), "sandbox": res.backend}
     if res.ok:
         return ToolResult(ok=True, message=message, data=data)
-    error_type = {"timeout": TIMEOUT, "cancelled": CANCELLED}.get(res.stopped or "", COMMAND_FAILED)
+    error_type = {"timeout": ErrorType.TIMEOUT, "cancelled": ErrorType.CANCELLED}.get(res.stopped or "",
+                                                                                   ErrorType.COMMAND_FAILED)
     hint = (f"read the log with read_file {shown_log} (errors are usually near the first 'error:')"
-            if error_type == COMMAND_FAILED else
-            "raise timeout (at most 3600) or build less at once" if error_type == TIMEOUT else None)
-    if error_type == COMMAND_FAILED and Path(auth.argv[0]).name not in INSPECTION_TOOLS:
-        message, hint = _attach_knowledge(ctx, log, message, hint, data)
-    return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
+            if error_type == ErrorType.COMMAND_FAILED else
+            "raise timeout (at most 3600) or build less at once" if error_type == ErrorType.TIMEOUT else None)
+    if Path(auth.argv[0]).name in INSPECTION_TOOLS:  # a failed grep or ls is an answer, not a build failure
+        return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
+    whole, lines = _log_end(log)
+    if error_type == ErrorType.COMMAND_FAILED:
+        message, hint = _attach_knowledge(ctx, "\n".join(lines), message, hint, data)
+    return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data,
+                      fingerprint=error_fingerprint("\n".join(whole[-FINGERPRINT_LINES:]) or message))
 
 
-def _attach_knowledge(ctx: RunContext, log: Path, message: str, hint: str | None,
+def _log_end(log: Path) -> tuple[list[str], list[str]]:
+    """The last KB_LOG_BYTES of a log as lines: all of them, and without the command line or a cut first line."""
+    with open(log, "rb") as f:  # crossbuild's own log, in a folder builds cannot write
+        start = max(0, os.fstat(f.fileno()).st_size - KB_LOG_BYTES)
+        f.seek(start)
+        lines = f.read().decode(errors="replace").split("\n")
+    return lines, lines[2:] if start == 0 else lines[1:]
+
+
+def _attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None,
                       data: dict) -> tuple[str, str | None]:
     """Knowledge-base entries matching the failed command's log (its end, not only the lines shown), once per
     entry and workspace session, for every face alike (agent loop, MCP). A dependency fix names the call."""
     if ctx.kb is None:
         return message, hint
-    with open(log, "rb") as f:  # crossbuild's own log, in a folder builds cannot write
-        start = max(0, os.fstat(f.fileno()).st_size - KB_LOG_BYTES)
-        f.seek(start)
-        lines = f.read().decode(errors="replace").split("\n")
-    text = "\n".join(lines[2:] if start == 0 else lines[1:])  # not the command line itself, nor a cut line
     chosen = [m for m in ctx.kb.search(text, limit=4) if m.entry.id not in ctx.kb_attached][:KB_PER_RESULT]
     if not chosen:
         return message, hint

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .. import safefs
-from ..artifacts import sniff
-from ..context import RunContext
-from . import paths
-from .base import BadArguments, NotFound, PermissionDenied, Tool, ToolArgs, ToolFailure, ToolResult
+from crossbuild.foundation import safefs
+from crossbuild.proof.binary_formats import sniff
+from crossbuild.tools import paths
+from crossbuild.tools.base import BadArguments, NotFound, PermissionDenied, Tool, ToolArgs, ToolFailure, ToolResult
+from crossbuild.tools.context import RunContext
 
 MAX_LIST_ENTRIES = 300
 MAX_DEPTH = 6
@@ -298,7 +298,7 @@ READ_FILE = Tool(
 )
 WRITE_FILE = Tool(
     name="write_file", args=WriteFileArgs, run=_write_file, authorize=_authorize_write,
-    destructive=True, idempotent=True,
+    destructive=True, idempotent=True, changes_files=True,
     description=(
         "Create or overwrite a whole file inside the workspace (parent folders are created; the write is atomic). "
         "Prefer edit_file for changing part of an existing file. Files under .xbuild/ (the generated toolchain) "
@@ -306,7 +306,7 @@ WRITE_FILE = Tool(
 )
 EDIT_FILE = Tool(
     name="edit_file", args=EditFileArgs, run=_edit_file, authorize=_authorize_write,
-    destructive=True,
+    destructive=True, changes_files=True,
     description=(
         "Replace exact text in a file: each edit's `old` must occur exactly once in the original file (copy it "
         "from read_file, with its whitespace, and add neighbouring lines when it is not unique); edits must not "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..context import RunContext
-from .base import Tool, ToolArgs, ToolResult
+from crossbuild.tools.base import Tool, ToolArgs, ToolResult
+from crossbuild.tools.context import RunContext
 
 
 class SearchKnowledgeArgs(ToolArgs):

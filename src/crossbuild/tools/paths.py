@@ -7,9 +7,9 @@ import errno
 import os
 from pathlib import Path
 
-from ..context import RunContext
-from ..workspace import is_credential
-from .base import BadArguments, NotFound, PermissionDenied
+from crossbuild.env.workspace import is_credential
+from crossbuild.tools.base import BadArguments, NotFound, PermissionDenied
+from crossbuild.tools.context import RunContext
 
 MAX_PATH_CHARS = 4096
 NAME_MAX = 255  # bytes in one path component (Linux)

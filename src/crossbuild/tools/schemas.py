@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .base import Tool, Toolset
+from crossbuild.tools.base import Tool, Toolset
 
 
 def input_schema(tool: Tool) -> dict[str, Any]:

@@ -1,0 +1,5 @@
+"""`python -m crossbuild` runs the command line (the evaluation runner starts each cell this way)."""
+
+from crossbuild.cli import app
+
+app(prog_name="crossbuild")

@@ -1,0 +1,122 @@
+"""Cross-building a dependency with the planner itself (recursively, to a depth limit): fetch its source, build it
+in its own workspace for the prefix, stage the install, cache it, move it into the per-target prefix."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crossbuild.agent.budgets import Budgets
+from crossbuild.agent.events import Event, EventSink, ignore
+from crossbuild.env import dependency_cache as deps
+from crossbuild.env import workspace
+from crossbuild.foundation import safefs
+from crossbuild.models.planner import Planner
+from crossbuild.tools.context import RunContext
+from crossbuild.trace.store import Trace
+
+MAX_DEPTH = 2
+
+
+@dataclass
+class DependencyOutcome:
+    ok: bool
+    name: str
+    source: str
+    message: str
+    cached: bool = False
+    seconds: float = 0.0
+    files: int = 0
+    consumer: dict[str, str] = field(default_factory=dict)  # what the consumer needs
+
+
+class DependencyBuilder:
+    """A RunContext's `dependency_builder`; the build_dependency tool calls it with its context."""
+
+    def __init__(self, *, trace: Trace | None = None, on_event: EventSink = ignore,
+                 max_depth: int = MAX_DEPTH, user_sources: dict[str, str] | None = None):
+        self.trace = trace
+        self.emit = on_event
+        self.max_depth = max_depth
+        self.user_sources = dict(user_sources or {})  # name -> local folder or tarball, vouched for by the user
+
+    def __call__(self, ctx: RunContext, name: str, version: str | None = None) -> DependencyOutcome:
+        start = time.monotonic()
+        try:
+            pkg = deps.resolve(name, self.user_sources)
+        except deps.UnknownDependencyError as e:
+            return DependencyOutcome(False, name, "", str(e))
+        target = ctx.target.name
+        prefix = ctx.prefix
+        entry = deps.lookup(target, pkg.source, version)
+        if entry is None:
+            if ctx.depth >= self.max_depth:
+                return DependencyOutcome(False, name, pkg.source, f"dependency depth limit ({self.max_depth}) "
+                                         f"reached: {pkg.source} is needed {ctx.depth} levels down")
+            with deps.build_lock(target, pkg.source):
+                entry = deps.lookup(target, pkg.source, version)  # built by a concurrent run while we waited
+                if entry is None:
+                    built = self._build(ctx, pkg, version, start)
+                    if isinstance(built, DependencyOutcome):
+                        return built
+                    entry = built
+                    cached = False
+                else:
+                    cached = True
+        else:
+            cached = True
+        files = 0 if deps.installed(prefix, entry) else deps.install(entry, prefix)
+        consumer = _consumer(pkg, prefix)
+        seconds = time.monotonic() - start
+        how = "reused from the cache" if cached else f"built in {entry.build_s:.0f}s"
+        return DependencyOutcome(True, name, pkg.source, f"{pkg.source} for {target} is in the prefix {prefix} "
+                                 f"({how}; {files} files copied in {seconds:.2f}s)", cached=cached,
+                                 seconds=seconds, files=files, consumer=consumer)
+
+    def _build(self, ctx: RunContext, pkg: deps.Package, version: str | None, start: float):
+        from crossbuild.agent.loop import Agent
+
+        source = pkg.source if ":" in pkg.source or "/" in pkg.source else f"debian:{pkg.source}"
+        if version and source.startswith("debian:"):
+            source += f"={version}"
+        # inside .xbuild/, which the project's own build cannot write
+        tmp = Path(tempfile.mkdtemp(prefix=f"dep-{workspace.safe_label(Path(pkg.source).name)}-", dir=ctx.xbuild))
+        try:
+            ws = workspace.prepare(source, tmp / "ws")
+        except workspace.SourceError as e:
+            safefs.remove_tree(ctx.xbuild, tmp.name)
+            return DependencyOutcome(False, pkg.source, pkg.source, f"cannot get {source}: {e}")
+        stage = tmp / "ws" / "stage"
+        sub = RunContext.create(ws.root, ctx.target, prefix=ctx.prefix, kb=ctx.kb, jobs=ctx.jobs,
+                                sandbox_backend="none" if ctx.sandbox.backend == "none" else "auto",
+                                cancel=ctx.cancel, dependency_builder=self, install_prefix=ctx.prefix,
+                                destdir=stage, depth=ctx.depth + 1)
+        self.emit(Event("dependency_started", {"source": source, "depth": sub.depth}))
+        outcome = Agent(Planner(), sub, source=source, trace=self.trace, on_event=self.emit,
+                        budgets=Budgets(max_steps=40), config={"dependency_of": str(ctx.root)}).run()
+        staged = stage / str(ctx.prefix).lstrip("/")
+        if not outcome.ok or not staged.is_dir():
+            why = outcome.message if not outcome.ok else "it installed nothing into the staging folder"
+            return DependencyOutcome(False, pkg.source, pkg.source,
+                                     f"cross-building {source} failed ({outcome.stop_reason}): {why[:400]} "
+                                     f"(run {outcome.run_id}, workspace {ws.root})")
+        try:
+            entry = deps.store(ctx.target.name, pkg.source, version, stage, prefix=ctx.prefix,
+                               build_s=time.monotonic() - start, run_id=outcome.run_id)
+        except safefs.UnsafePath as e:  # its build made a folder on the staged path a link: nothing is taken
+            return DependencyOutcome(False, pkg.source, pkg.source,
+                                     f"the staged install of {source} is not a plain folder tree ({e.filename} is "
+                                     f"{e.strerror}); nothing was taken (workspace {ws.root})")
+        safefs.remove_tree(ctx.xbuild, tmp.name)
+        return entry
+
+
+def _consumer(pkg: deps.Package, prefix: Path) -> dict[str, str]:
+    out = {"prefix": str(prefix), "include": str(prefix / "include"), "lib": str(prefix / "lib")}
+    if pkg.cmake:
+        out["cmake"] = f"find_package({pkg.cmake}) finds it through the toolchain file (or -D{pkg.cmake}_ROOT={prefix})"
+    if pkg.pkg_config:
+        out["pkg_config"] = f"pkg-config {pkg.pkg_config} (PKG_CONFIG_LIBDIR already points at the prefix)"
+    return out

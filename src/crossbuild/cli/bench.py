@@ -1,0 +1,76 @@
+"""The benchmark commands: each prints figures, none asserts a time."""
+
+from __future__ import annotations
+
+import statistics
+
+import typer
+
+from crossbuild.cli.common import console, err, target_from
+from crossbuild.env import workspace
+
+app = typer.Typer()
+
+
+@app.command()
+def bench(
+    target: str = typer.Option("aarch64-linux-musl", "--target", "-t"),
+    source: str = typer.Option("debian:zlib", "--source", help="A project whose ./configure && make builds it."),
+    repeats: int = typer.Option(3, "--repeats", min=1),
+    scan_copies: int = typer.Option(40, "--scan-copies", min=1, help="Copies of the build tree for the scan test."),
+) -> None:
+    """Measure the sandbox+BuildEnv overhead on a real build, and the verifier's scan rate."""
+    from crossbuild.benchmarks import env as bench_mod
+
+    t = target_from(target)
+    console.print(f"building {source} for {t.name}: {repeats} repeats per mode, alternating")
+    try:
+        result = bench_mod.run(t, source=source, repeats=repeats, scan_copies=scan_copies, progress=console.print)
+    except (workspace.SourceError, RuntimeError, OSError) as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    for label, times in ((f"sandboxed ({result.backend})", result.sandboxed_s), ("by hand", result.by_hand_s)):
+        runs = ", ".join(f"{x:.2f}" for x in times)
+        console.print(f"{label:24s} median {statistics.median(times):.2f} s  (runs: {runs})")
+    console.print(f"[bold]overhead ratio: {result.overhead:.3f}[/] (goal <= 1.10)")
+    console.print(f"[bold]verifier scan: {result.scan_artifacts} artifacts in {result.scan_seconds:.2f} s = "
+                  f"{result.scan_rate:.0f} artifacts/s[/]")
+
+
+@app.command("bench-tools")
+def bench_tools(calls: int = typer.Option(20_000, "--calls", min=100)) -> None:
+    """Measure tool dispatch overhead (p50/p99 µs per call) and the size of each schema set."""
+    from crossbuild.benchmarks import tools as tools_bench
+
+    r = tools_bench.run(calls)
+    console.print(f"dispatch of a no-op tool (parse + validate + authorize), {r.calls} calls: "
+                  f"[bold]p50 {r.p50_us:.1f} µs[/], p99 {r.p99_us:.1f} µs (goal: p50 < 200 µs)")
+    for name, chars in r.schema_chars.items():
+        console.print(f"schema set {name:14s} {chars:6d} characters")
+    console.print(f"tool descriptions total   {r.description_chars:6d} characters")
+
+
+@app.command("bench-agent")
+def bench_agent(
+    target: str = typer.Option("aarch64-linux-musl", "--target", "-t"),
+    source: str = typer.Option("debian:zlib", "--source"),
+    repeats: int = typer.Option(3, "--repeats", min=1),
+) -> None:
+    """Measure the agent loop on a real build: `crossbuild build` (planner) vs the same commands typed by hand."""
+    from crossbuild.benchmarks import agent as agent_bench
+
+    t = target_from(target)
+    console.print(f"crossbuild build {source} -t {t.name} with the planner, {repeats} runs, each against the same "
+                  "commands typed by hand")
+    try:
+        r = agent_bench.run(t, source=source, repeats=repeats, progress=console.print)
+    except (workspace.SourceError, RuntimeError, OSError) as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    console.print("commands the planner ran: " + "; ".join(r.commands), markup=False, highlight=False)
+    console.print(f"[bold]agent build / by hand: {r.ratio:.3f}[/] (goal <= 1.15; medians "
+                  f"{statistics.median(r.agent_build_s):.2f}s vs {statistics.median(r.by_hand_s):.2f}s)")
+    console.print(f"whole crossbuild build incl. verification (clean rebuild + qemu runs) / by hand: "
+                  f"{r.total_ratio:.3f}")
+    console.print(f"tool calls: {r.tool_calls}, steps: {r.steps}, loop overhead per step (excluding the commands): "
+                  f"{statistics.median(r.overhead_per_step_ms):.1f} ms; verified: {r.verified}")

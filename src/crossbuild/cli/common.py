@@ -1,0 +1,81 @@
+"""What every command group shares: the consoles, one-line errors, the target option, the verify report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from crossbuild.foundation.targets import Target, UnknownTargetError, parse_target
+from crossbuild.proof.verify import VerifyReport
+from crossbuild.trace import store as trace_store
+
+console = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """One red line on stderr, then exit: the shape of every user-facing error."""
+    err.print(f"[red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def target_from(name: str) -> Target:
+    try:
+        return parse_target(name)
+    except UnknownTargetError as e:
+        raise typer.BadParameter(str(e), param_hint="--target") from None
+
+
+def open_trace(db: Path | None):
+    path = db or trace_store.default_path()
+    if not path.exists():
+        fail(f"no trace database at {path} (run crossbuild build first, or pass --db)")
+    return trace_store.connect(path)
+
+
+def print_report(report: VerifyReport, as_json: bool) -> None:
+    if as_json:
+        console.print_json(json.dumps(report.to_dict()))
+        return
+    table = Table(title=f"artifacts in {report.root} (target {report.target})")
+    for col in ("artifact", "kind", "format", "machine", "details", "ok"):
+        table.add_column(col, overflow="fold")
+    shown = [a for a in report.artifacts if not a.get("member_of")]
+    for a in shown[:60]:
+        details = ", ".join(filter(None, [
+            a.get("linkage"), a.get("interpreter"), a.get("float_abi") and f"{a['float_abi']}-float",
+            a.get("max_glibc") and f"GLIBC_{a['max_glibc']}",
+            a.get("members") is not None and f"{a['members']} members",
+            a.get("subsystem"),
+        ]))
+        mark = "[green]yes[/]" if a["ok"] else "[red]NO[/] " + "; ".join(a.get("problems", []))
+        table.add_row(a["path"], a["kind"], a["format"], str(a.get("machine")), details, mark)
+    if len(shown) > 60:
+        table.add_row(f"... {len(shown) - 60} more", "", "", "", "", "")
+    console.print(table)
+    counts = ", ".join(f"{k}: {v}" for k, v in report.counts.items())
+    console.print(f"counted: {counts}; configure probes excluded: {report.probes_excluded}")
+    if report.rebuild:
+        status = "[green]passed[/]" if report.rebuild["ok"] else f"[red]failed[/]: {report.rebuild['error']}"
+        console.print(f"clean rebuild: {status}")
+    if report.smoke_runs:
+        runs = Table(title=f"smoke runs under qemu (sandbox: {report.sandbox})")
+        for col in ("program", "result", "time", "output (tail)"):
+            runs.add_column(col, overflow="fold")
+        for r in report.smoke_runs:
+            style = "yellow" if r.skipped else "red" if r.failed else "green"
+            result = f"[{style}]{escape(r.outcome())}[/]"
+            runs.add_row(r.path, result, f"{r.duration_s:.2f}s", r.output_tail[-300:])
+        console.print(runs)
+    if report.ok:
+        console.print(f"[bold green]VERIFIED[/] for {report.target}")
+    else:
+        console.print(f"[bold red]NOT VERIFIED[/] for {report.target}:")
+        for reason in report.reasons:
+            console.print(f"  - {reason}", markup=False, highlight=False)

@@ -1,0 +1,219 @@
+"""Dependencies in the per-target prefix: what a build asks for -> a source package (shipped mapping), a cache of
+built dependencies keyed by (target, package, version, zig, options), and installing into the prefix under a lock
+(built elsewhere, then moved in), so concurrent runs never corrupt the prefix."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from crossbuild.foundation import host, safefs
+
+
+class UnknownDependencyError(ValueError):
+    """Nothing in the mapping answers this name; the message lists close ones."""
+
+
+@dataclass(frozen=True)
+class Package:
+    source: str  # Debian source package name
+    pkg_config: str | None = None
+    cmake: str | None = None
+
+
+@cache
+def _mapping() -> tuple[dict[str, Package], dict[str, str]]:
+    raw = tomllib.loads(resources.files(__package__).joinpath("packages.toml").read_text())
+    packages, names = {}, {}
+    for source, info in raw.items():
+        packages[source] = Package(source, info.get("pkg_config"), info.get("cmake"))
+        for n in [source, *info.get("names", [])]:
+            names[_key(n)] = source
+    return packages, names
+
+
+def _key(name: str) -> str:
+    n = name.strip().lower()
+    n = re.sub(r"::.*$", "", n)  # PNG::PNG -> png
+    n = re.sub(r"\.h$", "", n)  # zlib.h -> zlib
+    n = re.sub(r"^lib(?=.)", "", n) if n not in ("libuv1", "libpng1.6", "libjpeg-turbo", "libyaml") else n
+    return n
+
+
+_DEBIAN_NAME = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")  # Debian policy 5.6.1 (source package names)
+
+
+def resolve(name: str, user_sources: dict[str, str] | None = None) -> Package:
+    """The source package for what a failing build asked for: ZLIB, zlib.h, PNG::PNG, libzstd, absl,
+    debian:NAME... Names come from a model or a build's output, so they never name a host path or a URL: a local
+    folder or tarball comes only from USER_SOURCES (name -> path, given by the user on the command line)."""
+    user_sources = user_sources or {}
+    if name in user_sources:
+        return Package(user_sources[name])
+    packages, names = _mapping()
+    if name in packages:
+        return packages[name]
+    found = names.get(_key(name))
+    if found:
+        return packages[found]
+    if name.startswith("debian:"):
+        source = name.removeprefix("debian:")
+        if not _DEBIAN_NAME.match(source):
+            raise UnknownDependencyError(f"{name!r} is not a Debian source package name (lowercase letters, digits "
+                                         "and . + -, e.g. debian:zlib).")
+        return packages.get(source, Package(source))
+    if "/" in name or name.startswith(("~", ".")) or "://" in name or name.endswith((".tar.gz", ".tar.xz", ".tgz")):
+        raise UnknownDependencyError(
+            f"{name[:200]!r} is a path or a URL; dependencies are named, never fetched from a path a build printed "
+            "or a model chose. Give what the build asks for (a CMake package, a pkg-config module, a header or "
+            "library name) or debian:NAME; a local source can only be vouched for by the user "
+            "(crossbuild build --dep-source NAME=PATH).")
+    import difflib
+
+    close = difflib.get_close_matches(_key(name), list(names), n=4)
+    raise UnknownDependencyError(
+        f"no known source package provides {name!r}" + (f"; close: {', '.join(close)}" if close else "")
+        + ". Give a Debian source package name instead (debian:NAME).")
+
+
+def deps_root() -> Path:
+    return host.cache_root() / "deps"
+
+
+def cache_key(target: str, source: str, version: str | None, options: dict | None = None) -> str:
+    raw = json.dumps({"target": target, "source": source, "version": version or "default", "zig": host.zig_version(),
+                      "options": options or {}}, sort_keys=True)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+@dataclass
+class CachedDependency:
+    target: str
+    source: str
+    version: str | None
+    key: str
+    prefix: str  # the prefix it was configured for
+    files: list[str]  # relative to the prefix
+    built_at: float
+    build_s: float
+    run_id: str | None = None
+    rejected: list[str] = field(default_factory=list)  # what the staged install held that was not taken
+
+    @property
+    def dir(self) -> Path:
+        return deps_root() / self.target / f"{_safe(self.source)}-{self.key}"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name)[:60]
+
+
+def lookup(target: str, source: str, version: str | None, options: dict | None = None) -> CachedDependency | None:
+    key = cache_key(target, source, version, options)
+    manifest = deps_root() / target / f"{_safe(source)}-{key}" / "manifest.json"
+    if not manifest.is_file():
+        return None
+    return CachedDependency(**json.loads(manifest.read_text()))
+
+
+def store(target: str, source: str, version: str | None, stage: Path, *, prefix: Path, build_s: float,
+          run_id: str | None, options: dict | None = None) -> CachedDependency:
+    """Copy a staged install (STAGE/<prefix>: DESTDIR, written by a build) into the cache and rename it in atomically.
+    The copy is checked: folders, regular files and links that stay inside the tree only; whatever else the
+    build left there (links out, FIFOs, devices) is not copied and is listed in `rejected`."""
+    key = cache_key(target, source, version, options)
+    entry = CachedDependency(target=target, source=source, version=version, key=key, prefix=str(prefix), files=[],
+                             built_at=time.time(), build_s=build_s, run_id=run_id)
+    final = entry.dir
+    tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
+    safefs.remove_tree(tmp.parent, tmp.name)
+    tmp.mkdir(parents=True)
+    copied = safefs.copy_tree(stage, str(prefix).lstrip("/"), tmp, "tree", links="internal")
+    entry.rejected = [f"{rel} ({why})" for rel, why in copied.skipped]
+    entry.files = sorted(e.rel for e in safefs.walk_files(tmp / "tree"))
+    (tmp / "manifest.json").write_text(json.dumps(asdict(entry), indent=1))
+    with _lock(final.with_suffix(".lock")):
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+    return entry
+
+
+def install(entry: CachedDependency, prefix: Path) -> int:
+    """Copy a cached dependency into PREFIX under the prefix's lock; returns the number of files copied."""
+    prefix = Path(prefix)
+    prefix.mkdir(parents=True, exist_ok=True)
+    tree = entry.dir / "tree"
+    with _lock(prefix / ".crossbuild-prefix.lock"):
+        copied = 0
+        for rel in entry.files:
+            src, dst = tree / rel, prefix / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if dst.is_symlink() or dst.exists():
+                dst.unlink()
+            if src.is_symlink():
+                os.symlink(os.readlink(src), dst)
+            else:
+                shutil.copy2(src, dst)
+            copied += 1
+        record = prefix / ".crossbuild-deps" / f"{_safe(entry.source)}.json"
+        record.parent.mkdir(exist_ok=True)
+        record.write_text(json.dumps({"key": entry.key, "files": entry.files, "version": entry.version}))
+    return copied
+
+
+def installed(prefix: Path, entry: CachedDependency) -> bool:
+    record = Path(prefix) / ".crossbuild-deps" / f"{_safe(entry.source)}.json"
+    if not record.is_file():
+        return False
+    data = json.loads(record.read_text())
+    return data.get("key") == entry.key and all((Path(prefix) / f).exists() or (Path(prefix) / f).is_symlink()
+                                               for f in entry.files)
+
+
+@contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextmanager
+def build_lock(target: str, source: str) -> Iterator[None]:
+    """One build of a package per target at a time; the second waiter then finds it in the cache."""
+    with _lock(deps_root() / target / f"{_safe(source)}.build.lock"):
+        yield
+
+
+def list_cached() -> list[CachedDependency]:
+    root = deps_root()
+    out = []
+    for manifest in sorted(root.glob("*/*/manifest.json")):
+        try:
+            out.append(CachedDependency(**json.loads(manifest.read_text())))
+        except (ValueError, TypeError):
+            continue
+    return out
+
+
+def clear(target: str | None = None) -> int:
+    entries = [e for e in list_cached() if target is None or e.target == target]
+    for e in entries:
+        shutil.rmtree(e.dir, ignore_errors=True)
+    return len(entries)

@@ -1,0 +1,103 @@
+"""musl's dynamic loader for qemu runs of dynamically linked musl programs, cached per architecture.
+
+Debian ships musl only for the build machine's architecture, so `build()` makes `ld-musl-<arch>.so.1` from Debian's
+musl source with zig (in the sandbox) and keeps it under `<cache>/musl-sysroot/<arch>/lib/`. The trap: zig's
+compiler-rt defines memcpy, memset, strlen, the math functions... as weak *hidden* symbols, and lld gives a symbol
+the strictest visibility it sees, so a libc.so linked with it would not export them. We link a copy of compiler-rt
+in which those libc-level symbols are made local.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from crossbuild.env import sandbox, workspace
+from crossbuild.env.musl_sysroot import loader_path, sysroots_root
+from crossbuild.env.toolchain import Toolchain
+from crossbuild.foundation import host
+from crossbuild.foundation.targets import Target
+
+
+class LoaderBuildError(RuntimeError):
+    pass
+
+
+def _compiler_rt_archive(zig: Path, zig_target: str, scratch: Path) -> Path:
+    """The compiler-rt archive zig links for `zig_target` (zig builds it on first use); found from `-v`."""
+    (scratch / "probe.c").write_text("int probe(void){return 0;}\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "ZIG_GLOBAL_CACHE_DIR": str(host.zig_cache_dir())}
+    r = subprocess.run([str(zig), "cc", "-v", "-target", zig_target, "-nostdlib", "-shared", "probe.c", "-lgcc",
+                        "-o", "probe.so"], cwd=scratch, env=env, capture_output=True, text=True, timeout=900)
+    found = re.findall(r"(\S+/libcompiler_rt\.a)", r.stderr)
+    if r.returncode != 0 or not found:
+        raise LoaderBuildError(f"could not find zig's compiler-rt for {zig_target}: {r.stderr.strip()[-300:]}")
+    return Path(found[-1])
+
+
+def _localized_compiler_rt(archive: Path, dest: Path) -> Path:
+    """A copy of compiler-rt whose libc-level symbols (names not starting with '__') are local."""
+    tools = {name: shutil.which(name) for name in ("llvm-nm", "llvm-objcopy")}
+    if not all(tools.values()):
+        raise LoaderBuildError("building the musl loader needs llvm-nm and llvm-objcopy: `apt-get install llvm`")
+    r = subprocess.run([tools["llvm-nm"], str(archive)], capture_output=True, text=True, check=True)
+    names = sorted({parts[2] for line in r.stdout.splitlines() if len(parts := line.split()) == 3
+                    and parts[1] in ("W", "T") and not parts[2].startswith("__")})
+    subprocess.run([tools["llvm-objcopy"], *(f"--localize-symbol={n}" for n in names), str(archive), str(dest)],
+                   check=True, capture_output=True)
+    return dest
+
+
+def build(target: Target, *, source: str = "debian:musl", force: bool = False,
+          progress: Callable[[str], None] = lambda _: None) -> Path:
+    """Build and cache the musl loader for `target`'s architecture; returns its path."""
+    if target.libc != "musl":
+        raise LoaderBuildError(f"{target.name} is not a musl target")
+    dest = loader_path(target.arch)
+    if dest.exists() and not force:
+        return dest
+    sysroots_root().mkdir(parents=True, exist_ok=True)
+    with open(sysroots_root() / f".{target.arch}.lock", "w") as lock:  # verifiers in parallel build it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if dest.exists() and not force:
+            return dest
+        return _build(target, dest, source, progress)
+
+
+def _build(target: Target, dest: Path, source: str, progress: Callable[[str], None]) -> Path:
+    scratch = Path(tempfile.mkdtemp(prefix="crossbuild-musl-"))
+    try:
+        progress(f"fetching {source}")
+        ws = workspace.prepare(source, scratch / "ws")
+        tc = Toolchain.for_target(target, ws.root, prefix=scratch / "prefix").materialise()
+        crt = _localized_compiler_rt(_compiler_rt_archive(tc.zig, target.zig_target, scratch),
+                                     ws.root / "libcompiler_rt-local.a")
+        box = sandbox.for_toolchain(tc)
+        env = tc.env.as_dict()
+        steps = [
+            ["./configure", f"--target={target.zig_target}", "--prefix=/", "--disable-static", f"CC={env['CC']}",
+             f"AR={env['AR']}", f"RANLIB={env['RANLIB']}", f"LIBCC={crt}"],
+            ["make", f"-j{os.cpu_count() or 2}", "lib/libc.so"],
+        ]
+        failed = box.run_steps([(argv, ws.src, env) for argv in steps], log_dir=tc.logs, stem="musl",
+                               on_step=lambda n, argv: progress(" ".join(argv[:2]) + " ..."))
+        if failed:
+            argv, res = failed
+            tail = Path(res.log_path).read_text(errors="replace").splitlines()[-5:]
+            raise LoaderBuildError(f"musl build step `{argv[0]} {argv[1]}` failed "
+                                   f"({res.stopped or f'exit {res.returncode}'}): " + " | ".join(tail))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_suffix(".tmp")
+        shutil.copy2(ws.src / "lib" / "libc.so", tmp)
+        tmp.replace(dest)
+        version = (ws.src / "VERSION").read_text().strip() if (ws.src / "VERSION").exists() else "?"
+        (dest.parent / "MUSL_VERSION").write_text(version + "\n")
+        return dest
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,34 @@
+"""Where each architecture's musl sysroot (the dynamic loader qemu-user needs) lives in crossbuild's cache.
+
+Only paths: building the loader is `musl_loader`'s job, which sits above the sandbox and toolchain it uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crossbuild.foundation import host
+
+_LOADER_ARCH = {"aarch64": "aarch64", "x86_64": "x86_64", "riscv64": "riscv64", "arm": "armhf"}
+
+
+def sysroots_root() -> Path:
+    """The folder holding every architecture's musl sysroot (the sandbox mounts it read-only)."""
+    return host.cache_root() / "musl-sysroot"
+
+
+def sysroot_dir(arch: str) -> Path:
+    return sysroots_root() / arch
+
+
+def loader_name(arch: str) -> str:
+    return f"ld-musl-{_LOADER_ARCH[arch]}.so.1"
+
+
+def sysroot_for(arch: str) -> Path | None:
+    """The qemu -L folder for `arch` if its loader has been built, else None."""
+    root = sysroot_dir(arch)
+    return root if (root / "lib" / loader_name(arch)).exists() else None
+
+
+def loader_path(arch: str) -> Path:
+    return sysroot_dir(arch) / "lib" / loader_name(arch)

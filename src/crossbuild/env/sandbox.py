@@ -1,0 +1,358 @@
+"""Process isolation for build commands: bubblewrap when it works here, else an unisolated fallback that says so.
+
+Every build command (configure, make, a project's own scripts) runs through `Sandbox.run`: read-only system,
+a writable workspace whose `.xbuild/` (crossbuild's own files and logs) is read-only, a read-only per-target prefix
+and shared zig cache, private /tmp, no network, no real HOME; the whole process tree is killed on timeout, cancel
+or runaway output, and CPU, memory, file-size and process-count limits apply. Longer than the house limit: the
+probe, the bubblewrap arguments and the one process-tree runner belong together; split, each would need the others.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from crossbuild.env import musl_sysroot
+from crossbuild.foundation import host, safefs
+
+if TYPE_CHECKING:
+    from crossbuild.env.toolchain import Toolchain
+
+# /etc entries a build needs (dynamic linker config, users for `id`, timezone, certificates for tools that
+# verify TLS); everything else under /etc, including shadow and ssh keys, stays invisible.
+ETC_ALLOW = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "localtime",
+             "os-release", "alternatives", "ssl", "ca-certificates", "mime.types", "debian_version")
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 1800.0  # wall time of the whole command
+    cpu_s: int = 3600  # CPU seconds per process
+    memory_bytes: int = 8 << 30  # whole tree where cgroups allow, else per process (RLIMIT_DATA)
+    max_processes: int = 1024  # whole tree (cgroup pids.max, or RLIMIT_NPROC when not root)
+    max_file_bytes: int = 8 << 30  # largest file a build may write
+    max_output_bytes: int = 64 << 20  # stdout+stderr kept in the log; more kills the command
+
+
+@dataclass
+class RunResult:
+    returncode: int | None  # None when the command was killed
+    duration_s: float
+    log_path: str
+    stopped: str | None = None  # "timeout" | "output_limit" | "cancelled" | None
+    output_bytes: int = 0
+    backend: str = "none"
+
+    @property
+    def ok(self) -> bool:
+        return self.stopped is None and self.returncode == 0
+
+
+@dataclass
+class SandboxStatus:
+    backend: str  # "bubblewrap" | "none"
+    reason: str  # why this backend; for `none`, what is missing and how to fix it
+    cgroup: str | None = None  # the cgroup hierarchy that enforces process/memory limits, if any
+
+
+class CgroupLimiter:
+    """A per-command cgroup (v1 `pids`+`memory`, or v2) that caps the whole process tree and can kill it."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.dirs: list[Path] = []
+        name = f"crossbuild-{uuid.uuid4().hex[:12]}"
+        for ctrl_dir, files in _cgroup_targets(limits):
+            d = ctrl_dir / name
+            try:
+                d.mkdir()
+                for fname, value in files.items():
+                    (d / fname).write_text(value)
+                self.dirs.append(d)
+            except OSError:
+                if d.exists():
+                    _rmdir_quiet(d)
+
+    def join_self(self) -> None:
+        """Called in the child before exec: the command and all its descendants stay in the cgroup."""
+        for d in self.dirs:
+            (d / "cgroup.procs").write_text("0")
+
+    def kill_all(self) -> None:
+        for _ in range(200):  # a fork bomb may spawn while we kill; pids.max bounds it, so this converges
+            pids = set()
+            for d in self.dirs:
+                try:
+                    pids |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
+                except OSError:
+                    pass
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        self.kill_all()
+        for d in self.dirs:
+            for _ in range(100):
+                if _rmdir_quiet(d):
+                    break
+                time.sleep(0.02)
+
+
+def _rmdir_quiet(d: Path) -> bool:
+    try:
+        d.rmdir()
+        return True
+    except OSError:
+        return False
+
+
+def _cgroup_targets(limits: Limits) -> list[tuple[Path, dict[str, str]]]:
+    root = Path("/sys/fs/cgroup")
+    v2 = root / "cgroup.controllers"
+    if v2.exists():
+        controllers = v2.read_text().split()
+        files = {}
+        if "pids" in controllers:
+            files["pids.max"] = str(limits.max_processes)
+        if "memory" in controllers:
+            files["memory.max"] = str(limits.memory_bytes)
+        return [(root, files)] if files and os.access(root, os.W_OK) else []
+    out = []
+    if (root / "pids" / "pids.max").exists() or (root / "pids" / "cgroup.procs").exists():
+        out.append((root / "pids", {"pids.max": str(limits.max_processes)}))
+    if (root / "memory" / "memory.limit_in_bytes").exists():
+        out.append((root / "memory", {"memory.limit_in_bytes": str(limits.memory_bytes)}))
+    return [(d, f) for d, f in out if os.access(d, os.W_OK)]
+
+
+class Sandbox:
+    """Runs one command with a BuildEnv. Subclasses decide the isolation; limits and killing are shared.
+    RO_PATHS are mounted after RW_PATHS, so a read-only folder inside a writable one stays read-only."""
+
+    backend = "none"
+
+    def __init__(self, *, rw_paths: Sequence[str | Path], ro_paths: Sequence[str | Path] = ()):
+        self.rw_paths = [Path(p).resolve() for p in rw_paths]
+        self.ro_paths = [Path(p).resolve() for p in ro_paths]
+
+    def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
+        return list(argv)
+
+    def run_steps(self, steps: Sequence[tuple[Sequence[str], str | Path, Mapping[str, str]]], *, log_dir: Path,
+                  stem: str, on_step: Callable[[int, Sequence[str]], None] | None = None
+                  ) -> tuple[Sequence[str], RunResult] | None:
+        """Run (argv, cwd, env) steps in order, each with its own log `<stem>-<n>.log`, stopping at the first that
+        fails: returns that step's argv and result, or None when every step passed."""
+        for n, (argv, cwd, env) in enumerate(steps, 1):
+            if on_step:
+                on_step(n, argv)
+            res = self.run(argv, cwd=cwd, env=env, log_path=log_dir / f"{stem}-{n}.log")
+            if not res.ok:
+                return argv, res
+        return None
+
+    def run(self, argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log_path: str | Path,
+            limits: Limits = Limits(), on_output: Callable[[bytes], None] | None = None,
+            cancel: threading.Event | None = None) -> RunResult:
+        cwd = Path(cwd).resolve()
+        log_path = Path(log_path)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        # a fresh file, never one a build planted (O_EXCL|O_NOFOLLOW); log folders are read-only to builds
+        log_fd = safefs.create_new(log_path.parent, log_path.name)
+        cgroup = CgroupLimiter(limits)
+        as_root = os.geteuid() == 0
+
+        def in_child() -> None:
+            cgroup.join_self()
+            _setlimit(resource.RLIMIT_CPU, limits.cpu_s)
+            _setlimit(resource.RLIMIT_FSIZE, limits.max_file_bytes)
+            _setlimit(resource.RLIMIT_CORE, 0)
+            if not cgroup.dirs:
+                _setlimit(resource.RLIMIT_DATA, limits.memory_bytes)
+            if not as_root:  # root ignores RLIMIT_NPROC; the cgroup covers that case
+                _setlimit(resource.RLIMIT_NPROC, limits.max_processes)
+
+        start = time.monotonic()
+        stopped: str | None = None
+        written = 0
+        with os.fdopen(log_fd, "wb") as log:
+            header = f"$ {' '.join(argv)}\n# cwd: {cwd}  sandbox: {self.backend}\n".encode()
+            log.write(header)
+            proc = subprocess.Popen(
+                self.wrap(argv, cwd), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=in_child,
+            )
+            over_limit = threading.Event()
+
+            def pump() -> None:
+                nonlocal written
+                assert proc.stdout is not None
+                for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+                    if written + len(chunk) > limits.max_output_bytes:
+                        over_limit.set()
+                        chunk = chunk[: max(0, limits.max_output_bytes - written)]
+                    if chunk:
+                        log.write(chunk)
+                        written += len(chunk)
+                        if on_output:
+                            on_output(chunk)
+                    if over_limit.is_set():
+                        break
+
+            reader = threading.Thread(target=pump, daemon=True)
+            reader.start()
+            deadline = start + limits.timeout_s
+            while True:
+                try:
+                    proc.wait(timeout=0.05)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if time.monotonic() > deadline:
+                    stopped = "timeout"
+                elif over_limit.is_set():
+                    stopped = "output_limit"
+                elif cancel is not None and cancel.is_set():
+                    stopped = "cancelled"
+                if stopped:
+                    _kill_tree(proc, cgroup)
+                    break
+            reader.join(timeout=5)
+            if proc.stdout:
+                proc.stdout.close()
+            cgroup.close()
+            rc = proc.returncode
+            duration = time.monotonic() - start
+            if stopped:
+                log.write(f"\n[crossbuild: stopped ({stopped}) after {duration:.1f}s; process tree killed]\n".encode())
+        return RunResult(
+            returncode=None if stopped else rc, duration_s=duration, log_path=str(log_path), stopped=stopped,
+            output_bytes=written, backend=self.backend,
+        )
+
+
+def _setlimit(which: int, value: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value if hard == resource.RLIM_INFINITY else hard))
+
+
+def _kill_tree(proc: subprocess.Popen, cgroup: CgroupLimiter) -> None:
+    # The session's process group first (covers the unisolated backend), then the cgroup (processes that
+    # left the group); under bubblewrap, killing bwrap takes its whole PID namespace with it.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    cgroup.kill_all()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class UnisolatedSandbox(Sandbox):
+    """No isolation (bubblewrap missing or unusable): limits and tree-kill still apply."""
+
+    backend = "none"
+
+
+class BubblewrapSandbox(Sandbox):
+    backend = "bubblewrap"
+
+    def __init__(self, *, rw_paths: Sequence[str | Path], ro_paths: Sequence[str | Path] = (),
+                 bwrap: str | None = None):
+        super().__init__(rw_paths=rw_paths, ro_paths=ro_paths)
+        self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+
+    def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
+        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                "--hostname", "crossbuild", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for top in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "opt"):
+            p = Path("/") / top
+            if p.is_symlink():
+                args += ["--symlink", os.readlink(p), str(p)]
+            elif p.is_dir():
+                args += ["--ro-bind", str(p), str(p)]
+        for name in ETC_ALLOW:
+            p = Path("/etc") / name
+            if p.exists():
+                args += ["--ro-bind", str(p), str(p)]
+        for p in self.rw_paths:
+            p.mkdir(parents=True, exist_ok=True)
+            args += ["--bind", str(p), str(p)]
+        for p in self.ro_paths:
+            if p.exists():
+                args += ["--ro-bind", str(p), str(p)]
+        args += ["--chdir", str(cwd), "--", *argv]
+        return args
+
+
+def for_toolchain(toolchain: Toolchain, backend: str = "auto") -> Sandbox:
+    """The sandbox every build command of a workspace goes through (backend: auto | bubblewrap | none): the
+    workspace writable; its .xbuild/, the per-target prefix and the shared zig cache read-only."""
+    return _make([toolchain.workspace], [toolchain.xbuild, toolchain.prefix, toolchain.zig_cache], backend)
+
+
+def for_tree(root: str | Path, backend: str = "auto") -> Sandbox:
+    """A sandbox for running a tree's test programs when there is no workspace (`crossbuild verify DIR`)."""
+    return _make([root], [], backend)
+
+
+def _make(rw: Sequence[str | Path], ro: Sequence[str | Path], backend: str) -> Sandbox:
+    ro = [*host.python_dirs(), musl_sysroot.sysroots_root(), *ro]
+    if backend == "none":
+        return UnisolatedSandbox(rw_paths=rw, ro_paths=ro)
+    status = probe()
+    if status.backend == "bubblewrap":
+        return BubblewrapSandbox(rw_paths=rw, ro_paths=ro)
+    if backend == "bubblewrap":
+        raise RuntimeError(f"bubblewrap sandbox requested but unusable: {status.reason}")
+    return UnisolatedSandbox(rw_paths=rw, ro_paths=ro)
+
+
+_PROBE: SandboxStatus | None = None
+
+
+def probe(refresh: bool = False) -> SandboxStatus:
+    """Whether bubblewrap works here (a real `bwrap ... true` run), with the reason and the fix if not."""
+    global _PROBE
+    if _PROBE is not None and not refresh:
+        return _PROBE
+    cgroups = ", ".join(str(d) for d, _ in _cgroup_targets(Limits())) or None
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        _PROBE = SandboxStatus("none", "bubblewrap is not installed: `apt-get install bubblewrap`", cgroups)
+        return _PROBE
+    try:
+        r = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+                           capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        _PROBE = SandboxStatus("none", f"bwrap failed to start: {e}", cgroups)
+        return _PROBE
+    if r.returncode != 0:
+        msg = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        fix = ("enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or "
+               "user.max_user_namespaces>0) or run as root")
+        _PROBE = SandboxStatus("none", f"bwrap cannot create namespaces here ({msg}); {fix}", cgroups)
+        return _PROBE
+    _PROBE = SandboxStatus("bubblewrap", "bwrap runs with user, pid, net, ipc and uts namespaces", cgroups)
+    return _PROBE

@@ -1,0 +1,357 @@
+"""The cross toolchain of one workspace and target: files under `<workspace>/.xbuild/` and the BuildEnv.
+
+`Toolchain.materialise()` writes the zig wrappers, the CMake toolchain file, the Meson cross file, the autotools
+config.site and an isolated pkg-config; `Toolchain.env` is the complete environment of every build command,
+made from an allow-list (never from os.environ), so builds see no secrets. Longer than the house limit by a few
+lines: the four build systems' files are written from one place so their flags cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from crossbuild.env import musl_sysroot, zigcache
+from crossbuild.foundation import host, safefs
+from crossbuild.foundation.targets import Target
+
+ZIGWRAP = Path(__file__).with_name("zigwrap.py")
+XBUILD = ".xbuild"  # crossbuild's own files in a workspace: read-only to builds
+SCRATCH = ".scratch"  # what builds may write besides the project (HOME, TMPDIR, their zig cache layer)
+
+# Cache answers for configure run-tests that cannot run when cross-compiling; the values are what a current
+# Linux libc (glibc or musl) gives. Windows targets get the same file: these checks are about the C library.
+CONFIG_SITE = """\
+# crossbuild: answers for autoconf run-tests that cannot run on the build machine.
+ac_cv_func_malloc_0_nonnull=${ac_cv_func_malloc_0_nonnull=yes}
+ac_cv_func_realloc_0_nonnull=${ac_cv_func_realloc_0_nonnull=yes}
+ac_cv_func_calloc_0_nonnull=${ac_cv_func_calloc_0_nonnull=yes}
+ac_cv_func_mmap_fixed_mapped=${ac_cv_func_mmap_fixed_mapped=yes}
+ac_cv_func_memcmp_working=${ac_cv_func_memcmp_working=yes}
+ac_cv_func_strnlen_working=${ac_cv_func_strnlen_working=yes}
+ac_cv_func_strtod=${ac_cv_func_strtod=yes}
+ac_cv_func_fnmatch_works=${ac_cv_func_fnmatch_works=yes}
+ac_cv_func_working_mktime=${ac_cv_func_working_mktime=yes}
+ac_cv_func_setpgrp_void=${ac_cv_func_setpgrp_void=yes}
+ac_cv_func_getpgrp_void=${ac_cv_func_getpgrp_void=yes}
+ac_cv_func_lstat_dereferences_slashed_symlink=${ac_cv_func_lstat_dereferences_slashed_symlink=yes}
+ac_cv_func_stat_empty_string_bug=${ac_cv_func_stat_empty_string_bug=no}
+ac_cv_func_lstat_empty_string_bug=${ac_cv_func_lstat_empty_string_bug=no}
+ac_cv_func_chown_works=${ac_cv_func_chown_works=yes}
+ac_cv_func_fork_works=${ac_cv_func_fork_works=yes}
+ac_cv_func_vfork_works=${ac_cv_func_vfork_works=yes}
+ac_cv_func_snprintf_c99=${ac_cv_func_snprintf_c99=yes}
+ac_cv_func_vsnprintf_c99=${ac_cv_func_vsnprintf_c99=yes}
+ac_cv_file__dev_zero=${ac_cv_file__dev_zero=yes}
+ac_cv_c_bigendian=${ac_cv_c_bigendian=no}
+ac_cv_have_long_long_format=${ac_cv_have_long_long_format=yes}
+gl_cv_func_working_strerror=${gl_cv_func_working_strerror=yes}
+"""
+
+
+@dataclass(frozen=True)
+class BuildEnv:
+    """The complete environment of a build command; immutable, and the only one builds ever see."""
+
+    vars: Mapping[str, str]
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.vars)
+
+    def shell_exports(self) -> str:
+        """`export NAME='value'` lines a human can paste (or `eval "$(crossbuild env T --shell)"`)."""
+        return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in sorted(self.vars.items()))
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    target: Target
+    workspace: Path  # absolute; the .xbuild folder lives here
+    prefix: Path  # per-target install prefix for dependencies; CMake/pkg-config search only here
+    zig: Path
+    zig_cache: Path  # the shared cache; builds see it read-only, through their own layer (zigcache)
+    isolated: bool = True  # False for a person's own shell (`crossbuild env`): zig writes the shared cache itself
+
+    @classmethod
+    def for_target(cls, target: Target, workspace: str | Path, *, prefix: str | Path | None = None,
+                   zig_cache: str | Path | None = None, isolated: bool = True) -> Toolchain:
+        zig = host.zig_executable()
+        if zig is None:
+            raise RuntimeError("zig is not installed: `pip install ziglang==0.17.1` (crossbuild pins its zig)")
+        workspace = Path(workspace).resolve()
+        return cls(
+            target=target,
+            workspace=workspace,
+            prefix=Path(prefix).resolve() if prefix else host.cache_root() / "prefix" / target.name,
+            zig=zig,
+            zig_cache=Path(zig_cache).resolve() if zig_cache else host.zig_cache_dir(),
+            isolated=isolated,
+        )
+
+    # -- locations -------------------------------------------------------------------------------------------
+    @property
+    def xbuild(self) -> Path:
+        return self.workspace / ".xbuild"
+
+    @property
+    def bindir(self) -> Path:
+        return self.xbuild / "bin"
+
+    @property
+    def scratch(self) -> Path:
+        """What builds may write besides the project: HOME, TMPDIR, the wrappers' log, the zig cache layer.
+        `.xbuild/` itself is read-only inside the sandbox; crossbuild never reads anything back from here."""
+        return self.workspace / SCRATCH
+
+    @property
+    def home(self) -> Path:
+        return self.scratch / "home"
+
+    @property
+    def zig_layer(self) -> Path:
+        return self.scratch / "zig"
+
+    @property
+    def build_zig_cache(self) -> Path:
+        """The zig cache builds write: the private layer, or the shared cache itself when not isolated."""
+        return self.zig_layer if self.isolated else self.zig_cache
+
+    @property
+    def logs(self) -> Path:
+        return self.xbuild / "logs"
+
+    @property
+    def cmake_toolchain_file(self) -> Path:
+        return self.xbuild / "toolchain.cmake"
+
+    @property
+    def meson_cross_file(self) -> Path:
+        return self.xbuild / "meson-cross.ini"
+
+    @property
+    def config_site(self) -> Path:
+        return self.xbuild / "config.site"
+
+    @property
+    def emulator(self) -> Path | None:
+        """`.xbuild/bin/target-run PROGRAM ARGS`: runs a target program under qemu (None for Windows)."""
+        return None if self.target.is_windows else self.bindir / "target-run"
+
+    def tool(self, name: str) -> Path:
+        return self.bindir / name
+
+    @property
+    def pkg_config_libdir(self) -> str:
+        return f"{self.prefix}/lib/pkgconfig:{self.prefix}/share/pkgconfig"
+
+    def qemu_sysroot(self) -> Path | None:
+        return qemu_sysroot(self.target)
+
+    # -- the files -------------------------------------------------------------------------------------------
+    def materialise(self, *, warm: tuple[str, ...] | None = None) -> Toolchain:
+        """Write `.xbuild/` and the scratch folder (idempotent: rewriting gives the same files). Nothing a build
+        left in the workspace is followed: every file goes through safefs below the workspace. For an isolated
+        toolchain, the shared zig cache is warmed on the host for WARM languages (default: what the project in
+        src/ uses) and a fresh layer is made."""
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        for d in (XBUILD, f"{XBUILD}/bin", f"{XBUILD}/logs"):  # a link here is an error, never followed
+            with safefs.open_dir(self.workspace, d, create=True):
+                pass
+        for d in (SCRATCH, f"{SCRATCH}/home", f"{SCRATCH}/tmp"):  # the build's own: whatever it left is reset
+            try:
+                with safefs.open_dir(self.workspace, d, create=True):
+                    pass
+            except safefs.UnsafePath:
+                safefs.remove_tree(self.workspace, d)
+                with safefs.open_dir(self.workspace, d, create=True):
+                    pass
+        self.prefix.mkdir(parents=True, exist_ok=True)
+        self.zig_cache.mkdir(parents=True, exist_ok=True)
+        self._write_wrappers()
+        self._write(self.cmake_toolchain_file, self.cmake_toolchain_text())
+        self._write(self.meson_cross_file, self.meson_cross_text())
+        self._write(self.config_site, CONFIG_SITE)
+        if self.isolated:
+            languages = warm or zigcache.languages_of(self.workspace / "src")
+            zigcache.warm(self.target, languages=languages, shared=self.zig_cache, zig=self.zig)
+            zigcache.make_layer(self.zig_cache, self.workspace, f"{SCRATCH}/zig")
+        return self
+
+    def _write(self, path: Path, text: str, *, executable: bool = False) -> None:
+        safefs.write_atomic(self.workspace, path.relative_to(self.workspace), text.encode(),
+                            mode=0o755 if executable else 0o644)
+
+    def _wrapper_script(self, tool: str) -> str:
+        t = self.target
+        argv = [sys.executable, "-I", "-S", str(self.xbuild / ZIGWRAP.name), tool, str(self.zig), t.zig_target, t.arch,
+                t.binary_format, str(self.bindir), "--"]
+        return "#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in argv) + ' "$@"\n'
+
+    def _write_wrappers(self) -> None:
+        t = self.target
+        # A copy inside the workspace: the sandbox shows builds the workspace, not crossbuild's source tree.
+        self._write(self.xbuild / ZIGWRAP.name, ZIGWRAP.read_text(encoding="utf-8"))
+        tools = {"zcc": "cc", "zxx": "c++", "zar": "ar", "zranlib": "ranlib", "zstrip": "strip",
+                 "zobjcopy": "objcopy", "zld": "ld"}
+        if t.is_windows:
+            tools.update({"zwindres": "windres", "zdlltool": "dlltool"})
+        for name, tool in tools.items():
+            self._write(self.bindir / name, self._wrapper_script(tool), executable=True)
+        # Names autotools (AC_CHECK_TOOL) and Makefiles look for; plain cc/gcc/ld/nm stay the host's, since
+        # CC_FOR_BUILD builds and the host compiler's own linker lookups must keep working.
+        aliases = {"ar": "zar", "ranlib": "zranlib", "strip": "zstrip", "objcopy": "zobjcopy"}
+        triple = t.autotools_host
+        for suffix, name in {"gcc": "zcc", "cc": "zcc", "g++": "zxx", "c++": "zxx", "ar": "zar",
+                             "ranlib": "zranlib", "strip": "zstrip", "objcopy": "zobjcopy", "ld": "zld"}.items():
+            aliases[f"{triple}-{suffix}"] = name
+        aliases[f"{triple}-pkg-config"] = "pkg-config"
+        if t.is_windows:
+            aliases.update({"windres": "zwindres", f"{triple}-windres": "zwindres", "dlltool": "zdlltool",
+                            f"{triple}-dlltool": "zdlltool"})
+        for alias, name in aliases.items():
+            safefs.symlink_atomic(self.workspace, f"{XBUILD}/bin/{alias}", name)
+        host_pkg_config = shutil.which("pkg-config") or "/usr/bin/pkg-config"
+        pkg = (
+            "#!/bin/sh\n# pkg-config that sees only the per-target prefix, never the host's .pc files\n"
+            f"PKG_CONFIG_LIBDIR={shlex.quote(self.pkg_config_libdir)} PKG_CONFIG_PATH= "
+            f"PKG_CONFIG_SYSROOT_DIR={shlex.quote(str(self.prefix))} exec {shlex.quote(host_pkg_config)} \"$@\"\n"
+        )
+        self._write(self.bindir / "pkg-config", pkg, executable=True)
+        if self.emulator:
+            qemu = host.find_tool(t.qemu) or t.qemu
+            sysroot = self.qemu_sysroot()
+            run = (
+                "#!/bin/sh\n# run a target program under qemu-user with the target's loader and libraries\n"
+                f"exec {shlex.quote(qemu)} -L {shlex.quote(str(sysroot))} \"$@\"\n"
+            )
+            self._write(self.emulator, run, executable=True)
+
+    def cmake_toolchain_text(self) -> str:
+        t = self.target
+        b = self.bindir
+        lines = [
+            "# crossbuild CMake toolchain: zig cc for " + t.name,
+            f"set(CMAKE_SYSTEM_NAME {t.cmake_system_name})",
+            f"set(CMAKE_SYSTEM_PROCESSOR {t.cmake_system_processor})",
+            f'set(CMAKE_C_COMPILER "{b}/zcc")',
+            f'set(CMAKE_CXX_COMPILER "{b}/zxx")',
+            f'set(CMAKE_ASM_COMPILER "{b}/zcc")',
+            f'set(CMAKE_AR "{b}/zar" CACHE FILEPATH "archiver")',
+            f'set(CMAKE_RANLIB "{b}/zranlib" CACHE FILEPATH "ranlib")',
+            f'set(CMAKE_STRIP "{b}/zstrip" CACHE FILEPATH "strip")',
+            f'set(CMAKE_OBJCOPY "{b}/zobjcopy" CACHE FILEPATH "objcopy")',
+            f'set(CMAKE_FIND_ROOT_PATH "{self.prefix}")',
+            f'set(CMAKE_PREFIX_PATH "{self.prefix}")',
+            "# Programs run on the build machine; libraries, headers and packages come only from the prefix,",
+            "# so a host library can never be linked into a target binary.",
+            "set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)",
+            "set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)",
+            "set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)",
+            "set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)",
+            f'set(ENV{{PKG_CONFIG_LIBDIR}} "{self.pkg_config_libdir}")',
+            f'set(ENV{{PKG_CONFIG_SYSROOT_DIR}} "{self.prefix}")',
+            f'set(PKG_CONFIG_EXECUTABLE "{b}/pkg-config" CACHE FILEPATH "pkg-config for the target")',
+        ]
+        if t.is_windows:
+            lines.append(f'set(CMAKE_RC_COMPILER "{b}/windres")')
+        if self.emulator:
+            lines.append(f'set(CMAKE_CROSSCOMPILING_EMULATOR "{self.emulator}")')
+        return "\n".join(lines) + "\n"
+
+    def meson_cross_text(self) -> str:
+        t = self.target
+        b = self.bindir
+
+        def s(p: Path | str) -> str:
+            return "'" + str(p).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+        binaries = {
+            "c": b / "zcc", "cpp": b / "zxx", "ar": b / "zar", "ranlib": b / "zranlib", "strip": b / "zstrip",
+            "objcopy": b / "zobjcopy", "pkg-config": b / "pkg-config", "pkgconfig": b / "pkg-config",
+        }
+        if t.is_windows:
+            binaries["windres"] = b / "windres"
+        if self.emulator:
+            binaries["exe_wrapper"] = self.emulator
+        out = ["# crossbuild Meson cross file for " + t.name, "[binaries]"]
+        out += [f"{k} = {s(v)}" for k, v in binaries.items()]
+        out += ["", "[properties]", f"pkg_config_libdir = {s(self.pkg_config_libdir)}",
+                f"sys_root = {s(self.prefix)}", "",
+                "[host_machine]", f"system = {s(t.meson_system)}", f"cpu_family = {s(t.meson_cpu_family)}",
+                f"cpu = {s(t.meson_cpu)}", f"endian = {s(t.endian)}"]
+        return "\n".join(out) + "\n"
+
+    # -- commands a build uses -------------------------------------------------------------------------------
+    def configure_args(self) -> list[str]:
+        """Arguments for an autotools ./configure."""
+        return [f"--host={self.target.autotools_host}", f"--build={host.build_triple()}"]
+
+    def cmake_args(self) -> list[str]:
+        return [f"-DCMAKE_TOOLCHAIN_FILE={self.cmake_toolchain_file}"]
+
+    def meson_args(self) -> list[str]:
+        return [f"--cross-file={self.meson_cross_file}"]
+
+    @property
+    def env(self) -> BuildEnv:
+        t = self.target
+        b = self.bindir
+        path_dirs = [str(b), str(host.scripts_dir()), "/usr/local/bin", "/usr/bin", "/bin"]
+        host_cc = shutil.which("cc") or "/usr/bin/cc"
+        host_cxx = shutil.which("c++") or "/usr/bin/c++"
+        v: dict[str, str] = {
+            "PATH": ":".join(dict.fromkeys(path_dirs)),
+            "HOME": str(self.home),
+            "TMPDIR": str(self.scratch / "tmp"),
+            "LC_ALL": "C",  # English messages, so failures match the knowledge base
+            "SHELL": "/bin/sh",
+            "CC": str(b / "zcc"),
+            "CXX": str(b / "zxx"),
+            "AR": str(b / "zar"),
+            "RANLIB": str(b / "zranlib"),
+            "STRIP": str(b / "zstrip"),
+            "STRIPPROG": str(b / "zstrip"),
+            "OBJCOPY": str(b / "zobjcopy"),
+            "LD": str(b / "zld"),
+            "PKG_CONFIG": str(b / "pkg-config"),
+            "PKG_CONFIG_LIBDIR": self.pkg_config_libdir,
+            "PKG_CONFIG_PATH": "",
+            "PKG_CONFIG_SYSROOT_DIR": str(self.prefix),
+            "CC_FOR_BUILD": host_cc,
+            "CXX_FOR_BUILD": host_cxx,
+            "BUILD_CC": host_cc,
+            "HOSTCC": host_cc,
+            "CONFIG_SITE": str(self.config_site),
+            "CMAKE_TOOLCHAIN_FILE": str(self.cmake_toolchain_file),
+            "CMAKE_POLICY_VERSION_MINIMUM": "3.5",  # CMake 4 refuses older minimums, still common in the wild
+            "ZIG_GLOBAL_CACHE_DIR": str(self.build_zig_cache),
+            "ZIG_LOCAL_CACHE_DIR": str(self.build_zig_cache),
+            "CROSSBUILD_TARGET": t.name,
+            "CROSSBUILD_HOST_TRIPLE": t.autotools_host,
+            "CROSSBUILD_PREFIX": str(self.prefix),
+            "CROSSBUILD_WRAP_LOG": str(self.scratch / "wrappers.log"),
+        }
+        if host.find_tool("ninja"):
+            v["CMAKE_GENERATOR"] = "Ninja"
+        if t.is_windows:
+            v.update({"WINDRES": str(b / "zwindres"), "RC": str(b / "zwindres"), "DLLTOOL": str(b / "zdlltool")})
+        if self.emulator:
+            v["CROSSBUILD_EMULATOR"] = str(self.emulator)
+            v["QEMU_LD_PREFIX"] = str(self.qemu_sysroot())
+        return BuildEnv(MappingProxyType(v))
+
+
+def qemu_sysroot(target: Target) -> Path | None:
+    """Where qemu finds the target's dynamic loader and libc (-L): Debian's cross libc for glibc targets,
+    crossbuild's cached musl loader for musl targets (None for Windows). The folder may not exist yet."""
+    if target.is_windows:
+        return None
+    if target.libc == "glibc":
+        return Path("/usr") / target.gnu_triple
+    return musl_sysroot.sysroot_dir(target.arch)
+

@@ -1,0 +1,273 @@
+"""Run folders: `<workspace>/src` holds a private copy of the project, prepared from a local folder, a tarball,
+a git URL or `debian:NAME[=VERSION]`. The original source is never modified.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+import shutil
+import subprocess
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from crossbuild.foundation import host, safefs
+
+# Files a build never needs and a model must never read: they are not copied into workspaces, and the tools refuse
+# them by name even if one appears later.
+CREDENTIAL_PATTERNS = (".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks",
+                       "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials",
+                       ".npmrc", ".pypirc", ".pgpass", "credentials", "credentials.json", "*.kdbx", ".htpasswd",
+                       "secrets.*", ".dockercfg")
+CREDENTIAL_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube")
+
+
+def is_credential(path: str | Path) -> bool:
+    p = Path(path)
+    if any(part in CREDENTIAL_DIRS for part in p.parts):
+        return True
+    return any(fnmatch.fnmatchcase(p.name, pat) for pat in CREDENTIAL_PATTERNS)
+
+
+class SourceError(ValueError):
+    """The source cannot be prepared; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    left_out: tuple[str, ...] = ()  # files of the source not copied in (credentials, FIFOs...), with why
+
+    @property
+    def src(self) -> Path:
+        return self.root / "src"
+
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]*$")
+
+
+def check_name(name: str) -> str:
+    """A folder name that cannot escape its parent (no '..', no '/', not empty)."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or not _SAFE_NAME.match(name):
+        raise SourceError(f"refusing unsafe name {name!r}: use letters, digits and . _ + ~ - (no '/', no '..')")
+    return name
+
+
+def label_for(source: str) -> str:
+    """A short name for a run folder: the project's name from a folder, tarball, URL or debian:NAME."""
+    return source.removeprefix("debian:").rstrip("/").split("/")[-1] or "run"
+
+
+def safe_label(label: str) -> str:
+    """LABEL as a folder name: anything but letters, digits and . _ + ~ - becomes '-' (a colon, a slash...)."""
+    return re.sub(r"[^A-Za-z0-9._+~-]+", "-", label).strip("-.")[:60] or "run"
+
+
+def new_root(runs_dir: Path, source: str, target_name: str) -> Path:
+    """A new run folder under RUNS_DIR named after the source, the target and the time: `zlib-aarch64-linux-musl-
+    20261130-211500` (with -2, -3 ... when that exists)."""
+    label = safe_label(f"{label_for(source)}-{target_name}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    root = runs_dir / f"{check_name(label)}-{stamp}"
+    n = 1
+    while root.exists():
+        n += 1
+        root = runs_dir / f"{label}-{stamp}-{n}"
+    return root
+
+
+def is_remote(source: str) -> bool:
+    """debian:NAME and git URLs: sources that name no host path."""
+    return source.startswith("debian:") or bool(re.match(r"^(https?|git|ssh)://|^git@", source)) \
+        or (source.endswith(".git") and not Path(source).expanduser().exists())
+
+
+def prepare(source: str, root: str | Path) -> Workspace:
+    """Make `root/src` from SOURCE. Raises SourceError with an actionable message. Credential files (keys,
+    tokens, .env) and special files are not copied; the returned Workspace lists them in `left_out`."""
+    ws = Workspace(Path(root).resolve())
+    if ws.src.exists():
+        raise SourceError(f"{ws.src} already exists: choose a new workspace folder")
+    created = not ws.root.exists()
+    ws.root.mkdir(parents=True, exist_ok=True)
+    try:
+        left_out = _fill(source, ws)
+        left_out += _drop_credentials(ws.src)
+    except BaseException:
+        if created:  # a source that cannot be prepared leaves nothing behind
+            shutil.rmtree(ws.root, ignore_errors=True)
+        raise
+    return Workspace(ws.root, tuple(left_out))
+
+
+def _fill(source: str, ws: Workspace) -> list[str]:
+    if source.startswith("debian:"):
+        _from_debian(source.removeprefix("debian:"), ws)
+    elif is_remote(source):
+        _from_git(source, ws)
+    else:
+        path = Path(source).expanduser().resolve()  # the user's own path; below it, nothing is followed
+        if not path.exists():
+            raise SourceError(f"source {source!r} does not exist (give a folder, a tarball, a git URL or "
+                              "debian:NAME[=VERSION])")
+        if path.is_dir():
+            copied = safefs.copy_tree(path, ".", ws.root, "src", links="keep",
+                                      skip=lambda rel: rel == ".xbuild" or is_credential(rel))
+            return [f"{rel} ({'credential file' if why == 'left out' else why})" for rel, why in copied.skipped
+                    if rel != ".xbuild"]
+        if tarfile.is_tarfile(path):
+            _from_tarball(path, ws)
+        else:
+            raise SourceError(f"{source} is neither a folder nor a tarball")
+    return []
+
+
+def _drop_credentials(src: Path) -> list[str]:
+    """Delete credential files a download or an archive brought in (they are never needed to build)."""
+    found = [e.rel for e in safefs.walk_files(src) if is_credential(e.rel)]
+    for rel in found:
+        parts = Path(rel).parts
+        top = next((i for i, part in enumerate(parts) if part in CREDENTIAL_DIRS), None)
+        safefs.remove_tree(src, Path(*parts[:top + 1]) if top is not None else rel)
+    return [f"{rel} (credential file)" for rel in found]
+
+
+def _from_tarball(path: Path, ws: Workspace) -> None:
+    unpack = ws.root / ".unpack"
+    with tarfile.open(path) as tar:
+        tar.extractall(unpack, filter="data")  # refuses absolute paths, '..' and links out of the folder
+    _adopt_single_dir(unpack, ws.src)
+
+
+def _adopt_single_dir(unpack: Path, dest: Path) -> None:
+    entries = [p for p in unpack.iterdir()]
+    top = entries[0] if len(entries) == 1 and entries[0].is_dir() else unpack
+    top.rename(dest)
+    if unpack.exists():
+        shutil.rmtree(unpack)
+
+
+def _from_git(url: str, ws: Workspace) -> None:
+    try:
+        r = subprocess.run(["git", "clone", "--depth", "1", "--recurse-submodules", url, str(ws.src)],
+                           capture_output=True, text=True, timeout=600)
+    except FileNotFoundError as e:
+        raise SourceError("git is not installed: `apt-get install git`") from e
+    except subprocess.TimeoutExpired as e:
+        raise SourceError(f"git clone of {url} timed out after 600 s (is the network reachable?)") from e
+    if r.returncode != 0:
+        detail = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SourceError(f"git clone of {url} failed: {detail}. Without network access, download the source "
+                          "elsewhere and pass the folder or tarball.")
+
+
+# -- Debian source packages, with a private apt configuration ------------------------------------------------
+
+def _apt_dir() -> Path:
+    return host.cache_root() / "apt"
+
+
+def _deb_src_entries() -> list[str]:
+    """deb-src stanzas for the Debian archives the machine already uses (its apt setup is only read)."""
+    stanzas: list[str] = []
+    etc = Path("/etc/apt")
+    for f in sorted((etc / "sources.list.d").glob("*.sources")) if (etc / "sources.list.d").exists() else []:
+        for block in f.read_text().split("\n\n"):
+            fields = dict(
+                line.split(":", 1) for line in block.splitlines() if ":" in line and not line.startswith("#")
+            )
+            fields = {k.strip(): v.strip() for k, v in fields.items()}
+            if "deb" in fields.get("Types", "").split() and "debian" in fields.get("URIs", ""):
+                st = ["Types: deb-src", f"URIs: {fields['URIs']}", f"Suites: {fields.get('Suites', '')}",
+                      f"Components: {fields.get('Components', 'main')}"]
+                if "Signed-By" in fields:
+                    st.append(f"Signed-By: {fields['Signed-By']}")
+                stanzas.append("\n".join(st))
+    legacy = etc / "sources.list"
+    if legacy.exists():
+        for line in legacy.read_text().splitlines():
+            m = re.match(r"^deb\s+(\[[^\]]*\]\s+)?(\S+)\s+(\S+)\s+(.+)$", line.strip())
+            if m and "debian" in m.group(2):
+                stanzas.append(f"Types: deb-src\nURIs: {m.group(2)}\nSuites: {m.group(3)}\nComponents: {m.group(4)}")
+    return stanzas
+
+
+def _apt_options() -> list[str]:
+    d = _apt_dir()
+    return ["-o", f"Dir::Etc::SourceList={d / 'sources.list'}", "-o", f"Dir::Etc::SourceParts={d / 'sources.d'}",
+            "-o", f"Dir::State={d / 'state'}", "-o", f"Dir::Cache={d / 'cache'}", "-o", "APT::Sandbox::User=root",
+            "-o", "Debug::NoLocking=1"]
+
+
+def _apt_update() -> None:
+    d = _apt_dir()
+    stanzas = _deb_src_entries()
+    if not stanzas:
+        raise SourceError("no Debian archive found in /etc/apt to fetch source packages from")
+    (d / "sources.d").mkdir(parents=True, exist_ok=True)
+    (d / "state" / "lists" / "partial").mkdir(parents=True, exist_ok=True)
+    (d / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
+    (d / "sources.list").write_text("")
+    (d / "sources.d" / "crossbuild.sources").write_text("\n\n".join(stanzas) + "\n")
+    stamp = d / "state" / "updated"
+    if stamp.exists() and time.time() - stamp.stat().st_mtime < 24 * 3600:
+        return
+    r = subprocess.run(["apt-get", *_apt_options(), "update"], capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise SourceError(f"apt-get update (private source lists) failed: {r.stderr.strip()[-400:]}")
+    stamp.touch()
+
+
+def _from_debian(spec: str, ws: Workspace) -> None:
+    name, _, version = spec.partition("=")
+    check_name(name)
+    if version and not re.match(r"^[A-Za-z0-9.+~:-]+$", version):
+        raise SourceError(f"invalid Debian version {version!r}")
+    if shutil.which("apt-get") is None or shutil.which("dpkg-source") is None:
+        raise SourceError("debian: sources need apt-get and dpkg-source: `apt-get install dpkg-dev`")
+    _apt_update()
+    cache = host.cache_root() / "debian-src" / (f"{name}_{version}" if version else name)
+    dsc = sorted(cache.glob("*.dsc")) if cache.exists() else []
+    if not dsc:
+        cache.mkdir(parents=True, exist_ok=True)
+        r = _apt_source(f"{name}={version}" if version else name, cache)
+        if r.returncode != 0 and not version:
+            # the index can name a version whose files the mirror no longer serves (a superseded security
+            # update): fall back to the newest version that downloads, and say which one was used
+            for other in _served_versions(name)[::-1]:
+                shutil.rmtree(cache, ignore_errors=True)
+                cache.mkdir(parents=True)
+                r = _apt_source(f"{name}={other}", cache)
+                if r.returncode == 0:
+                    break
+        if r.returncode != 0:
+            shutil.rmtree(cache, ignore_errors=True)
+            served = _served_versions(name)
+            hint = f" The archive lists: {', '.join(served)}." if served else ""
+            raise SourceError(f"cannot download Debian source {spec}: {r.stderr.strip()[-300:]}{hint}")
+        dsc = sorted(cache.glob("*.dsc"))
+    r = subprocess.run(["dpkg-source", "--no-check", "-x", str(dsc[-1]), str(ws.src)], capture_output=True,
+                       text=True, timeout=900)
+    if r.returncode != 0:
+        raise SourceError(f"dpkg-source -x {dsc[-1].name} failed: {r.stderr.strip()[-400:]}")
+
+
+def _apt_source(spec: str, cache: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["apt-get", *_apt_options(), "source", "--download-only", spec], cwd=cache,
+                          capture_output=True, text=True, timeout=1800)
+
+
+def _served_versions(name: str) -> list[str]:
+    """The versions the archive index lists, oldest first (Debian version order)."""
+    r = subprocess.run(["apt-cache", *_apt_options(), "showsrc", name], capture_output=True, text=True)
+    versions = {line.split(":", 1)[1].strip() for line in r.stdout.splitlines() if line.startswith("Version:")}
+    return sorted(versions, key=functools.cmp_to_key(_compare_versions))
+
+
+def _compare_versions(a: str, b: str) -> int:
+    if subprocess.run(["dpkg", "--compare-versions", a, "lt", b]).returncode == 0:
+        return -1
+    return 0 if a == b else 1

@@ -1,0 +1,153 @@
+"""zig's shared cache, which no build can write: crossbuild warms it on the host with its own test programs, and
+each workspace gets a private writable layer over it (manifests copied, outputs linked read-only).
+
+zig opens cache manifests for writing even on a hit, so a read-only cache fails; the layer gives every build a
+cache it may write, whose new entries (a CPU variant nobody warmed, the project's own objects) stay in the
+workspace, while the shared libc, compiler-rt and libc++ are only ever written by `warm` — never by a build.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from crossbuild.foundation import host, safefs
+from crossbuild.foundation.targets import Target
+
+_C = "#include <stdio.h>\nint crossbuild_warm(void){return puts(\"warm\");}\nint main(void){return 0;}\n"
+_CXX = "#include <iostream>\n#include <string>\nint main(){std::string s(\"warm\");std::cout<<s<<std::endl;}\n"
+# What real builds ask for first: debug (CMake/Meson defaults) and optimised (autotools' -O2, Release) programs
+# and shared libraries; anything else a project needs is built in its own layer.
+_VARIANTS = (("exe", ("-O0", "-g")), ("exe", ("-O2",)), ("shared", ("-O0", "-g")), ("shared", ("-O2",)))
+_LAYER_COPIED = ("h", "b")  # manifests and build files zig opens for writing; `o/` holds the outputs
+
+
+class WarmError(RuntimeError):
+    """zig could not build the target's runtime libraries on the host."""
+
+
+def stamp(shared: Path, target: Target, language: str) -> Path:
+    return shared / "crossbuild-warm" / f"{target.zig_target}-{language}-zig{host.zig_version()}"
+
+
+def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | None = None,
+         zig: Path | None = None) -> list[str]:
+    """Build the target's libc, compiler-rt (and libc++ for "c++") into the shared cache, on the host, from
+    crossbuild's own sources; returns the languages that were built now (empty when all were warm)."""
+    shared = shared or host.zig_cache_dir()
+    zig = zig or host.zig_executable()
+    if zig is None:
+        raise WarmError("zig is not installed: `pip install ziglang` (crossbuild pins its zig)")
+    todo = [lang for lang in languages if not stamp(shared, target, lang).exists()]
+    if not todo:
+        return []
+    shared.mkdir(parents=True, exist_ok=True)
+    with open(shared / ".crossbuild-warm.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = []
+        for lang in todo:
+            if stamp(shared, target, lang).exists():  # warmed by another run while we waited
+                continue
+            _warm_language(zig, target, lang, shared)
+            stamp(shared, target, lang).parent.mkdir(exist_ok=True)
+            stamp(shared, target, lang).touch()
+            done.append(lang)
+    return done
+
+
+def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="crossbuild-warm-") as tmp:
+        src = Path(tmp) / ("warm.cpp" if lang == "c++" else "warm.c")
+        src.write_text(_CXX if lang == "c++" else _C)
+        env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "LC_ALL": "C", "ZIG_GLOBAL_CACHE_DIR": str(shared),
+               "ZIG_LOCAL_CACHE_DIR": str(Path(tmp) / "local")}
+        driver = "c++" if lang == "c++" else "cc"
+        suffix = {"exe": ".exe" if target.is_windows else "", "shared": ".dll" if target.is_windows else ".so"}
+        for i, (kind, flags) in enumerate(_VARIANTS):
+            extra = ["-shared", "-fPIC"] if kind == "shared" else []
+            out = Path(tmp) / f"out{i}{suffix[kind]}"
+            r = subprocess.run([str(zig), driver, "-target", target.zig_target, *flags, *extra, str(src), "-o",
+                                str(out)], cwd=tmp, env=env, capture_output=True, text=True, timeout=1800)
+            if r.returncode != 0:
+                raise WarmError(f"zig could not build {lang} runtime libraries for {target.zig_target} "
+                                f"({kind} {' '.join(flags)}): {r.stderr.strip()[-400:]}")
+
+
+def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
+    """A fresh private cache at ANCHOR/REL over SHARED: its manifests and build files copied, every output folder a
+    real folder of links to SHARED's files (which the sandbox mounts read-only). On a hit zig reads through the
+    links; when it rebuilds an entry (another zig installation, changed inputs) it renames its new file over the
+    link, inside the layer. Whatever was at ANCHOR/REL before is removed."""
+    dest = anchor / rel
+    safefs.remove_tree(anchor, rel)
+    shared.mkdir(parents=True, exist_ok=True)
+    with safefs.open_dir(anchor, rel, create=True) as dfd:
+        for name in ("o", "z", "tmp"):
+            os.mkdir(name, 0o755, dir_fd=dfd)
+    outputs = shared / "o"
+    with safefs.open_dir(anchor, f"{rel}/o") as ofd:
+        for entry in sorted(os.scandir(outputs), key=lambda e: e.name) if outputs.is_dir() else []:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            os.mkdir(entry.name, 0o755, dir_fd=ofd)
+            efd = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=ofd)
+            try:
+                for name in os.listdir(entry.path):
+                    os.symlink(os.path.join(entry.path, name), name, dir_fd=efd)
+            finally:
+                os.close(efd)
+    for name in _LAYER_COPIED:
+        if (shared / name).is_dir():
+            safefs.copy_tree(shared, name, anchor, f"{rel}/{name}", links="drop")
+    return dest
+
+
+_CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C", ".hpp", ".hh", ".hxx")
+_CMAKE_PROJECT = re.compile(r"^\s*project\s*\(([^)]*)\)", re.IGNORECASE | re.MULTILINE)
+_AUTOCONF_CXX = re.compile(r"AC_PROG_CXX|LT_LANG\(\[?C\+\+|AC_LANG\(\[?C\+\+")
+_MESON_CXX = re.compile(r"""project\s*\([^)]*['"]cpp['"]""", re.DOTALL)
+
+
+def languages_of(src: Path, *, limit: int = 20_000) -> tuple[str, ...]:
+    """("c",) or ("c", "c++"): whether building SRC links C++ — C++ sources, a CMake project() that keeps CMake's
+    default languages (C and CXX) or names CXX, autoconf's AC_PROG_CXX, Meson's 'cpp'. Only a hint for warming:
+    a build that needs C++ anyway gets it built in its own layer."""
+    if not src.is_dir():
+        return ("c",)
+    for name, wants_cxx in (("CMakeLists.txt", _cmake_wants_cxx), ("configure.ac", _AUTOCONF_CXX.search),
+                            ("configure.in", _AUTOCONF_CXX.search), ("meson.build", _MESON_CXX.search)):
+        try:
+            text = safefs.read_text(src, name, max_bytes=4 << 20)
+        except OSError:
+            continue
+        if wants_cxx(text):
+            return ("c", "c++")
+    for seen, entry in enumerate(safefs.walk_files(src, prune=lambda rel: os.path.basename(rel).startswith("."))):
+        if entry.name.endswith(_CXX_SUFFIXES):
+            return ("c", "c++")
+        if seen >= limit:
+            break
+    return ("c",)
+
+
+def _cmake_wants_cxx(text: str) -> bool:
+    """Whether the first project() call enables CXX: named, or by default (no languages given)."""
+    m = _CMAKE_PROJECT.search(text)
+    if not m:
+        return False
+    words = m.group(1).replace('"', " ").split()[1:]
+    languages, i = [], 0
+    while i < len(words):
+        if words[i] in ("VERSION", "DESCRIPTION", "HOMEPAGE_URL"):
+            i += 2  # the keyword and its value
+        elif words[i] == "LANGUAGES":
+            languages += words[i + 1:]
+            break
+        else:
+            languages.append(words[i])  # project(name C CXX): the short form
+            i += 1
+    return not languages or "CXX" in languages

@@ -1,0 +1,228 @@
+"""What a build produced: find every binary in a tree (ELF, ar archives and their members, PE, Mach-O) by its
+content, describe it, and say whether it fits a target. File names are never trusted; magic bytes are.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import os
+import stat
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pefile
+from elftools.common.exceptions import ELFError
+
+from crossbuild.foundation import safefs
+from crossbuild.foundation.targets import Target
+from crossbuild.proof.binary_formats import (
+    MAX_ARCHIVE_BYTES,
+    PE_MACHINES,
+    Artifact,
+    describe_coff,
+    describe_elf,
+    describe_macho,
+    describe_pe,
+    iter_ar_members,
+    sniff,
+)
+
+# Where configure steps leave the binaries of their compiler checks: only these folders hold probes, whatever the
+# files in them are called (a file named like a probe anywhere else is an artifact like any other).
+CMAKE_PROBE_DIRS = ("CMakeScratch", "CMakeTmp")  # CMakeFiles/CMakeScratch/..., CMakeFiles/CMakeTmp/...
+MESON_PROBE_DIR = "meson-private"
+MAX_SCAN_SECONDS = 600.0
+# Names that promise a binary; such a file with other content is reported (a renamed text file is no library).
+BINARY_SUFFIXES = (".o", ".obj", ".a", ".lib", ".so", ".dll", ".exe", ".dylib")
+
+@dataclass
+class ScanResult:
+    artifacts: list[Artifact]
+    probes_excluded: list[str]
+    not_binaries: list[str]  # files with a binary's name but other content (or a FIFO, device... so named)
+    files_seen: int
+    probe_artifacts: list[Artifact] = field(default_factory=list)  # what the probe folders hold, for the report
+    incomplete: str | None = None  # why the scan stopped early
+
+
+def is_probe(rel: str) -> bool:
+    """Whether REL lies where CMake or Meson keep their compiler checks: CMakeFiles/<version>/CompilerId*/...,
+    CMakeFiles/<version>/CMakeDetermineCompilerABI_*.bin, CMakeFiles/CMakeScratch|CMakeTmp/..., meson-private/."""
+    parts = Path(rel).parts
+    if MESON_PROBE_DIR in parts[:-1]:
+        return True
+    for i, p in enumerate(parts[:-2]):
+        if p != "CMakeFiles":
+            continue
+        nxt = parts[i + 1]
+        if nxt in CMAKE_PROBE_DIRS:
+            return True
+        if _is_version(nxt):
+            rest = parts[i + 2:]
+            if len(rest) >= 2 and rest[0].startswith("CompilerId"):
+                return True
+            if len(rest) == 1 and rest[0].startswith("CMakeDetermineCompilerABI_") and rest[0].endswith(".bin"):
+                return True
+    return False
+
+
+def _is_version(name: str) -> bool:
+    return bool(name) and all(part.isdigit() for part in name.split("."))
+
+
+def scan_tree(root: str | Path, *, prune: frozenset[str] = frozenset(),
+              max_seconds: float = MAX_SCAN_SECONDS) -> ScanResult:
+    """Every binary below ROOT, found by content. Links are never followed and only regular files are read
+    (a FIFO or device cannot hang or flood the scan); PRUNE names folders (relative to ROOT) left out, such as
+    crossbuild's own .xbuild/; the scan stops, saying so, after MAX_SECONDS."""
+    root = Path(root)
+    result = ScanResult([], [], [], 0)
+    deadline = time.monotonic() + max_seconds
+    for entry in safefs.walk_files(root, prune=lambda rel: rel in prune):
+        if time.monotonic() > deadline:
+            result.incomplete = f"the scan stopped after {max_seconds:.0f} s ({result.files_seen} files read)"
+            break
+        if not stat.S_ISREG(entry.st.st_mode):
+            if not stat.S_ISLNK(entry.st.st_mode) and _promises_binary(entry.name):
+                result.not_binaries.append(entry.rel)
+            continue
+        result.files_seen += 1
+        try:
+            fd = safefs.open_regular_at(entry.dir_fd, entry.name)
+        except OSError:
+            continue  # swapped for a link or a FIFO since the walk saw it
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(64)
+            fmt = sniff(head)
+            if fmt is None:
+                if _promises_binary(entry.name) and head:
+                    result.not_binaries.append(entry.rel)
+                continue
+            found = describe_file(f, entry.rel, fmt, root=root)
+        if is_probe(entry.rel):
+            result.probes_excluded.append(entry.rel)
+            result.probe_artifacts.extend(found)
+        else:
+            result.artifacts.extend(found)
+    return result
+
+
+def _promises_binary(name: str) -> bool:
+    if name.endswith(BINARY_SUFFIXES):
+        return True
+    return ".so." in name and name.split(".so.", 1)[1].replace(".", "").isdigit()
+
+
+def describe_file(f, rel: str, fmt: str, *, root: Path) -> list[Artifact]:
+    """Describe the open regular file F (at REL below ROOT) of format FMT."""
+    try:
+        f.seek(0)
+        if fmt == "elf":
+            return [describe_elf(f, rel)]
+        if fmt in ("ar", "thin-ar"):
+            return describe_archive(f, rel, thin=fmt == "thin-ar", root=root)
+        if fmt == "pe":
+            return [describe_pe(f, rel)]
+        if fmt == "macho":
+            return [describe_macho(f.read(4096), rel)]
+        if fmt == "coff":
+            return [describe_coff(f.read(20), rel)]
+    except (ELFError, pefile.PEFormatError, struct.error, OSError, ValueError) as e:
+        return [Artifact(path=rel, format=fmt, kind="unknown", problems=[f"unreadable {fmt}: {e}"])]
+    return []
+
+
+def describe_archive(f, rel: str, thin: bool, *, root: Path) -> list[Artifact]:
+    archive = Artifact(path=rel, format="thin-ar" if thin else "ar", kind="static_library", members=0)
+    data = f.read(MAX_ARCHIVE_BYTES + 1)
+    if len(data) > MAX_ARCHIVE_BYTES:
+        archive.problems.append(f"larger than {MAX_ARCHIVE_BYTES >> 20} MiB: too large to check")
+        return [archive]
+    out = [archive]
+    machines = set()
+    budget = MAX_ARCHIVE_BYTES
+    for name, start, size in iter_ar_members(data, thin):
+        member_rel = f"{rel}({name})"
+        if thin:  # members are files next to the archive: only regular files inside the scanned tree
+            member = os.path.normpath(os.path.join(os.path.dirname(rel), name))
+            try:
+                blob = safefs.read_bytes(root, member, max_bytes=budget)
+            except OSError as e:
+                archive.problems.append(f"thin archive member {name} cannot be checked: "
+                                        f"{e.strerror or e}" + (f" ({e.filename})" if e.filename else ""))
+                continue
+            budget -= len(blob)
+        else:
+            blob = data[start:start + size]
+        fmt = sniff(blob[:64])
+        if fmt == "elf":
+            try:
+                m = describe_elf(io.BytesIO(blob), member_rel)
+            except (ELFError, struct.error, ValueError) as e:
+                m = Artifact(path=member_rel, format="elf", kind="object", problems=[f"unreadable ELF: {e}"])
+        elif fmt == "coff":
+            m = describe_coff(blob[:20], member_rel)
+        elif blob[:4] == b"\x00\x00\xff\xff":  # short import object of a Windows import library
+            machine = struct.unpack("<H", blob[6:8])[0]
+            m = Artifact(path=member_rel, format="coff", kind="import_object",
+                         machine=PE_MACHINES.get(machine, hex(machine)))
+            archive.kind = "import_library"
+        else:
+            continue  # text members (e.g. __.PKGDEF) are not code
+        m.member_of = rel
+        archive.members += 1
+        machines.add(m.machine)
+        out.append(m)
+    if len(machines) == 1:
+        archive.machine = next(iter(machines))
+    elif machines:
+        archive.machine = "mixed:" + ",".join(sorted(str(m) for m in machines))
+    return out
+
+
+def check_artifact(a: Artifact, target: Target) -> list[str]:
+    """Why this artifact does not belong to `target` (empty when it fits)."""
+    problems = list(a.problems)
+    if a.kind == "static_library":
+        if a.members == 0:
+            problems.append("archive holds no object files")
+        return problems
+    if a.format in ("ar", "thin-ar"):
+        return problems
+    if target.binary_format == "elf":
+        if a.format != "elf":
+            problems.append(f"{a.format.upper()} file, expected ELF for {target.name}")
+            return problems
+        if a.machine != target.machine:
+            problems.append(f"machine {a.machine}, expected {target.machine}")
+        if a.bits != target.bits:
+            problems.append(f"ELF{a.bits}, expected ELF{target.bits}")
+        if a.endian != target.endian:
+            problems.append(f"{a.endian}-endian, expected {target.endian}")
+        if a.os_abi not in ("ELFOSABI_SYSV", "ELFOSABI_LINUX", "ELFOSABI_GNU"):
+            problems.append(f"OS/ABI {a.os_abi}, expected SYSV/Linux")
+        if target.float_abi and a.float_abi and a.float_abi != target.float_abi:
+            problems.append(f"{a.float_abi}-float ABI, expected {target.float_abi}-float")
+        if a.kind == "executable" and a.interpreter:
+            if a.libc and a.libc != target.libc:
+                problems.append(f"links {a.libc} (interpreter {a.interpreter}), expected {target.libc}")
+            elif a.libc is None:
+                problems.append(f"unexpected interpreter {a.interpreter}")
+        if target.glibc_version and a.max_glibc:
+            need = tuple(int(x) for x in a.max_glibc.split("."))
+            if need > target.glibc_version:
+                have = ".".join(map(str, target.glibc_version))
+                problems.append(f"needs GLIBC_{a.max_glibc}, newer than the target's glibc {have}")
+    else:
+        if a.format not in ("pe", "coff"):
+            problems.append(f"{a.format.upper()} file, expected PE/COFF for {target.name}")
+        elif a.machine != target.machine:
+            problems.append(f"machine {a.machine}, expected {target.machine}")
+    return problems
+
+
+def matches_any(rel: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(os.path.basename(rel), p) for p in patterns)

@@ -1,0 +1,89 @@
+"""The one way to run a target program here: qemu-user, with the target's dynamic loader (-L) and the tree's own
+shared libraries. The verifier's smoke runs and the evaluation's functional checks both use it; `.xbuild/bin/
+target-run` is the same command for people. A dynamic musl program needs crossbuild's musl loader: it is built on
+first need (once per machine and architecture) instead of skipping the program."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+
+from crossbuild.env import musl_loader, musl_sysroot, workspace
+from crossbuild.env.toolchain import qemu_sysroot
+from crossbuild.foundation import host, safefs
+from crossbuild.foundation.targets import Target
+from crossbuild.proof.binary_formats import dynamic_symbols
+
+
+def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
+    """The qemu prefix that runs this target's programs, or why they cannot run here."""
+    if target.is_windows:
+        return None, "Windows executables are scanned only (no wine)"
+    qemu = host.find_tool(target.qemu)
+    if not qemu:
+        return None, f"{target.qemu} is not installed: `apt-get install qemu-user`"
+    return [qemu], None
+
+
+def loader_root(target: Target) -> tuple[Path | None, str | None]:
+    """Folder qemu -L uses for dynamically linked programs (the musl loader is built when missing), or why there
+    is none."""
+    root = qemu_sysroot(target)
+    if target.libc == "glibc":
+        if not (root / target.dynamic_loader.lstrip("/")).exists() and not any(root.glob("lib/ld-linux*")):
+            return None, f"dynamic glibc program needs Debian's libc6-{target.debian_arch}-cross"
+        return root, None
+    if musl_sysroot.sysroot_for(target.arch) is None:
+        try:
+            musl_loader.build(target)
+        except (musl_loader.LoaderBuildError, workspace.SourceError, OSError) as e:
+            return None, f"dynamic musl program needs the musl loader, and building it failed: {e}"
+    return root, None
+
+
+def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str] = (),
+                args: list[str] = ()) -> tuple[list[str] | None, str | None]:
+    """The command that runs EXE (with ARGS) on this machine, or why it cannot run here."""
+    prefix, why = qemu_command(target)
+    if prefix is None:
+        return None, why
+    argv = list(prefix)
+    if dynamic:
+        sysroot, why = loader_root(target)
+        if sysroot is None:
+            return None, why
+        argv += ["-L", str(sysroot)]
+    if lib_dirs:
+        argv += ["-E", "LD_LIBRARY_PATH=" + ":".join(lib_dirs)]
+    return [*argv, str(exe), *args], None
+
+
+def loader_lacks(target: Target, root: Path, exe_rel: str, lib_rels: list[str]) -> str | None:
+    """Why a dynamic musl program cannot run on the cached loader (it needs newer musl symbols), or None."""
+    missing = _unresolved_by_loader(root, exe_rel, lib_rels, target)
+    if not missing:
+        return None
+    return (f"needs {', '.join(missing[:4])}, which the cached musl loader ({_musl_version(target)}) lacks: zig "
+            "links against a newer musl")
+
+
+def _musl_version(target: Target) -> str:
+    stamp = musl_sysroot.loader_path(target.arch).parent / "MUSL_VERSION"
+    return "musl " + (stamp.read_text().strip() if stamp.exists() else "?")
+
+
+def _unresolved_by_loader(root: Path, exe_rel: str, lib_rels: list[str], target: Target) -> list[str]:
+    """Symbols the program and the tree's shared libraries require that neither they nor the loader provide."""
+    with open(musl_sysroot.loader_path(target.arch), "rb") as f:
+        provided, required = dynamic_symbols(f)[0], set()
+    for rel in [exe_rel, *lib_rels]:
+        try:
+            with os.fdopen(safefs.open_regular(root, rel), "rb") as f:
+                exported, needs = dynamic_symbols(f)
+        except (OSError, ELFError):
+            continue
+        provided |= exported
+        required |= needs
+    return sorted(required - provided)

@@ -1,0 +1,242 @@
+"""The only judge of success: optional clean rebuild, artifact scan against the target, qemu smoke runs.
+
+`verify(...)` returns a VerifyReport (JSON-serialisable); the model's own claims never count.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from crossbuild.env import sandbox
+from crossbuild.env.recipes import BuildStep
+from crossbuild.env.sandbox import Limits, Sandbox
+from crossbuild.env.toolchain import Toolchain
+from crossbuild.foundation import safefs
+from crossbuild.foundation.targets import Target
+from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, scan_tree
+from crossbuild.proof.binary_formats import Artifact
+from crossbuild.proof.target_run import loader_lacks, runner_argv
+from crossbuild.proof.triage import triage
+
+_TESTLIKE = re.compile(r"(^|[_\-.])(test|check|example|demo|selftest|unittest)s?([_\-.]|$)|^(test|example)",
+                       re.IGNORECASE)
+_TESTLIKE_DIRS = {"test", "tests", "testing", "example", "examples", "demo", "demos"}
+MAX_SMOKE_RUNS = 25
+
+
+@dataclass
+class SmokeRun:
+    path: str
+    command: list[str]
+    exit_code: int | None = None
+    passed: bool = False
+    stopped: str | None = None
+    duration_s: float = 0.0
+    output_tail: str = ""
+    skipped: str | None = None  # why it did not run
+    needs_arguments: bool = False  # it ran and printed its usage: proof it runs on the target, not a test failure
+    triage: str | None = None  # a run that did not pass: crashed | usage | environment | failed (proof/triage.py)
+    why: str | None = None  # the evidence for the triage: a line of its output, or what stopped it
+
+    @property
+    def failed(self) -> bool:
+        """Whether this run blocks verification."""
+        return not (self.skipped or self.passed) and self.triage in (None, "crashed", "failed")
+
+    def outcome(self) -> str:
+        """One phrase for every face (CLI table, tool result): what this run proved."""
+        if self.skipped:
+            return f"skipped: {self.skipped}"
+        if self.passed:
+            return "passed (exit 0)"
+        if self.triage == "usage":
+            return f"ran, {self.why}"
+        if self.triage == "environment":
+            return f"ran, not counted ({self.stopped or f'exit {self.exit_code}'}): {self.why}"
+        return f"FAILED ({self.why or self.stopped or f'exit {self.exit_code}'})"
+
+
+@dataclass
+class VerifyReport:
+    target: str
+    root: str
+    ok: bool = False
+    reasons: list[str] = field(default_factory=list)  # why it failed (empty when ok)
+    artifacts: list[dict] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    probes_excluded: int = 0
+    probe_mismatches: list[str] = field(default_factory=list)  # probe-folder binaries not for the target
+    not_binaries: list[str] = field(default_factory=list)
+    allowed_host: list[str] = field(default_factory=list)
+    smoke_runs: list[SmokeRun] = field(default_factory=list)
+    rebuild: dict | None = None
+    sandbox: str = "none"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def is_testlike(rel: str) -> bool:
+    p = Path(rel)
+    stem = p.name.removesuffix(".exe")
+    return bool(_TESTLIKE.search(stem)) or any(part.lower() in _TESTLIKE_DIRS for part in p.parts[:-1])
+
+
+def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = None,
+           box: Sandbox | None = None, run_tests: bool = True, allow_host: list[str] | None = None,
+           rebuild_steps: list[BuildStep] | None = None, rebuild_source: str = "src",
+           smoke_timeout_s: float = 60.0) -> VerifyReport:
+    root = Path(os.path.abspath(root))
+    report = VerifyReport(target=target.name, root=str(root))
+    if root.is_symlink() or not root.is_dir():  # a build may replace its output folder by a link to host files
+        report.reasons.append(f"{root} is {'a link' if root.is_symlink() else 'not a directory'}, not a build folder")
+        return report
+    allow_host = allow_host or []
+
+    if rebuild_steps:
+        if toolchain is None:
+            raise ValueError("a clean rebuild needs the toolchain (BuildEnv) it was built with")
+        report.rebuild = _clean_rebuild(root, rebuild_steps, toolchain, rebuild_source, box)
+        if not report.rebuild["ok"]:
+            report.reasons.append(f"clean rebuild failed: {report.rebuild['error']}")
+
+    scan = scan_outputs(root, toolchain)
+    report.probes_excluded = len(scan.probes_excluded)
+    report.probe_mismatches = [f"{a.path}: {'; '.join(p)}" for a in scan.probe_artifacts
+                               if (p := check_artifact(a, target))]
+    report.not_binaries = scan.not_binaries
+    if scan.incomplete:
+        report.reasons.append(f"the artifact scan is incomplete: {scan.incomplete}")
+    bad: list[tuple[Artifact, list[str]]] = []
+    for a in scan.artifacts:
+        problems = check_artifact(a, target)
+        if problems and matches_any(a.path.split("(")[0], allow_host):
+            report.allowed_host.append(a.path)
+            continue
+        entry = a.to_dict()
+        entry["ok"] = not problems
+        if problems:
+            entry["problems"] = problems
+            bad.append((a, problems))
+        report.artifacts.append(entry)
+    counted = [a for a in report.artifacts if a["kind"] != "unknown"]
+    kinds = [a["kind"] for a in counted if not a.get("member_of")]
+    report.counts = {k: kinds.count(k) for k in sorted(set(kinds))}
+    report.counts["archive_members"] = sum(1 for a in counted if a.get("member_of"))
+
+    if not counted:
+        report.reasons.append("no binaries for any architecture were found: nothing was built")
+    elif not any(a["ok"] and a["kind"] in ("executable", "shared_library", "static_library", "import_library")
+                 for a in counted):
+        report.reasons.append("no linked artifact (executable or library) for the target was found")
+    for a, problems in bad[:20]:
+        report.reasons.append(f"{a.path}: {'; '.join(problems)}")
+    if len(bad) > 20:
+        report.reasons.append(f"... and {len(bad) - 20} more artifacts that do not fit {target.name}")
+    for rel in scan.not_binaries:
+        report.reasons.append(f"{rel}: named like a binary but is not one")
+
+    if run_tests:
+        box = box or _default_box(root, toolchain)
+        report.sandbox = box.backend
+        if toolchain is not None:
+            log_dir = Path(tempfile.mkdtemp(prefix="verify-", dir=toolchain.logs))
+            report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, log_dir)
+        else:
+            with tempfile.TemporaryDirectory(prefix="crossbuild-verify-") as tmp:
+                report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, Path(tmp))
+        for run in report.smoke_runs:
+            if run.failed:
+                report.reasons.append(f"smoke run {run.path} failed under qemu ({run.why})")
+    report.ok = not report.reasons
+    return report
+
+
+def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
+    """scan_tree, leaving out crossbuild's own folders (.xbuild/, .scratch/) when ROOT holds the workspace's."""
+    prune = set()
+    if toolchain is not None:
+        for own in (toolchain.xbuild, toolchain.scratch):
+            if own.parent == root:
+                prune.add(own.name)
+    return scan_tree(root, prune=frozenset(prune))
+
+
+def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
+    return sandbox.for_toolchain(toolchain) if toolchain is not None else sandbox.for_tree(root)
+
+
+def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, source: str,
+                   box: Sandbox | None) -> dict:
+    """Replay the recorded steps on a fresh copy of the pristine source, in a second workspace
+    (`.xbuild/rebuild/`, which builds cannot write); absolute paths into the original workspace are remapped to
+    the copy. The copy takes folders, files and links as they are, never following one."""
+    original_ws = toolchain.workspace
+    fresh_ws = toolchain.xbuild / "rebuild"
+    safefs.remove_tree(original_ws, Path(".xbuild", "rebuild"))
+    copied = safefs.copy_tree(original_ws, source, original_ws, Path(".xbuild", "rebuild", source))
+    fresh = Toolchain.for_target(toolchain.target, fresh_ws, prefix=toolchain.prefix,
+                                 zig_cache=toolchain.zig_cache).materialise()
+    box = sandbox.for_toolchain(fresh, backend=box.backend if box is not None else "auto")
+    env = fresh.env.as_dict()
+    moved = [([a.replace(str(original_ws), str(fresh_ws)) for a in step.argv], fresh_ws / step.cwd,
+              {**env, **{k: v.replace(str(original_ws), str(fresh_ws)) for k, v in step.env}}) for step in steps]
+    failed = box.run_steps(moved, log_dir=fresh.logs, stem="rebuild")
+    if failed:
+        argv, res = failed
+        return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
+                "not_copied": copied.skipped[:20],
+                "error": f"`{' '.join(argv)}` {res.stopped or f'exit {res.returncode}'} (log {res.log_path})"}
+    try:
+        rel_root = root.relative_to(original_ws)
+    except ValueError:
+        rel_root = Path(".")
+    linked = ("executable", "shared_library", "static_library", "import_library")  # objects are intermediate
+    rebuilt = {a.path for a in scan_outputs(fresh_ws / rel_root, fresh).artifacts if a.kind in linked}
+    original = {a.path for a in scan_outputs(root, toolchain).artifacts if a.kind in linked}
+    missing = sorted(original - rebuilt)
+    ok = bool(rebuilt) and not missing
+    return {"ok": ok, "steps": [str(s) for s in steps], "workspace": str(fresh_ws), "artifacts": len(rebuilt),
+            "not_copied": copied.skipped[:20],
+            "error": None if ok else ("rebuild produced no binaries" if not rebuilt
+                                      else f"rebuild lacks {', '.join(missing[:5])}")}
+
+
+def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, timeout: float,
+                log_dir: Path) -> list[SmokeRun]:
+    candidates = [a for a in report.artifacts
+                  if a["ok"] and a["kind"] == "executable" and not a.get("member_of") and is_testlike(a["path"])]
+    runs: list[SmokeRun] = []
+    lib_rels = sorted(a["path"] for a in report.artifacts
+                      if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of"))
+    lib_dirs = sorted({str((root / rel).parent) for rel in lib_rels})
+    for i, a in enumerate(candidates[:MAX_SMOKE_RUNS], 1):
+        exe = root / a["path"]
+        run = SmokeRun(path=a["path"], command=[str(exe)])
+        dynamic = a.get("linkage") == "dynamic"
+        argv, why_not = runner_argv(target, exe, dynamic=dynamic, lib_dirs=lib_dirs)
+        if argv is not None and dynamic and target.libc == "musl":
+            why_not = loader_lacks(target, root, a["path"], lib_rels)
+        if argv is None or why_not:
+            run.skipped = why_not
+            runs.append(run)
+            continue
+        run.command = argv
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(exe.parent), "LC_ALL": "C"}
+        log_name = f"{i:02d}-{Path(a['path']).name[:80]}.log"
+        res = box.run(argv, cwd=exe.parent, env=env, log_path=log_dir / log_name,
+                      limits=Limits(timeout_s=timeout, max_output_bytes=4 << 20))
+        run.exit_code, run.stopped, run.duration_s = res.returncode, res.stopped, round(res.duration_s, 3)
+        run.passed = res.ok
+        text = safefs.read_text(log_dir, log_name, max_bytes=5 << 20).splitlines()[2:]  # after crossbuild's header
+        run.output_tail = "\n".join(text[-8:])
+        if not run.passed:
+            verdict = triage(res.returncode, res.stopped, text, timeout)
+            run.triage, run.why = verdict.kind, verdict.why
+            run.needs_arguments = verdict.kind == "usage"
+        runs.append(run)
+    return runs

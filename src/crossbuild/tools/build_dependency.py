@@ -1,0 +1,41 @@
+"""build_dependency: cross-build a library the project needs into the per-target prefix (or reuse the cached one),
+and say what the consumer needs to find it."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from crossbuild.tools.base import Tool, ToolArgs, ToolFailure, ToolResult
+from crossbuild.tools.context import RunContext
+
+
+class BuildDependencyArgs(ToolArgs):
+    name: str = Field(min_length=1, max_length=200,
+                      description="What the build asks for: a CMake package (ZLIB, PNG), a pkg-config module "
+                                  "(libzstd), a header (zlib.h), or a Debian source package name (debian:zlib).")
+    version: str | None = Field(None, max_length=100, description="A Debian version, when a specific one is needed.")
+
+
+def _build_dependency(ctx: RunContext, args: BuildDependencyArgs, _: None) -> ToolResult:
+    if ctx.dependency_builder is None:
+        raise ToolFailure("dependencies cannot be built in this session.",
+                          hint="build the dependency yourself into the prefix, or disable the feature that needs it")
+    out = ctx.dependency_builder(ctx, args.name, args.version)
+    data = {"source": out.source, "cached": out.cached, "seconds": round(out.seconds, 3), "files": out.files,
+            "consumer": out.consumer}
+    if not out.ok:
+        raise ToolFailure(out.message, hint="disable the optional feature that needs it, or try another name",
+                          **data)
+    lines = [out.message, *(f"  {k}: {v}" for k, v in out.consumer.items()),
+             "Configure the project again (from a clean build folder for CMake)."]
+    return ToolResult(ok=True, message="\n".join(lines), data=data)
+
+
+BUILD_DEPENDENCY = Tool(
+    name="build_dependency", args=BuildDependencyArgs, run=_build_dependency, idempotent=True,
+    description=(
+        "Cross-build a dependency (e.g. ZLIB, PNG, absl, OpenSSL, libzstd) for this target and install it into the "
+        "per-target prefix, where CMake's find_package and pkg-config find it with no extra flags. Built "
+        "dependencies are cached per target and reused in milliseconds. Use it when configure fails because a "
+        "library, header or package is missing; never point the build at the host's /usr copies."),
+)

@@ -1,0 +1,130 @@
+"""RunContext: everything one run's tools need — workspace, target, toolchain, sandbox, knowledge base, limits.
+Passed explicitly; nothing global, so two runs in one process never share state."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import os
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from crossbuild.env import sandbox as sandbox_mod
+from crossbuild.env.sandbox import Limits, Sandbox
+from crossbuild.env.toolchain import Toolchain
+from crossbuild.foundation.targets import Target
+
+HISTORY = "commands.jsonl"  # in .xbuild/, which builds cannot write
+MAX_HISTORY_BYTES = 16 << 20
+
+
+def _load_history(path: Path) -> list[CommandRecord]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return []
+    with os.fdopen(fd) as f:
+        lines = f.read(MAX_HISTORY_BYTES).splitlines()
+    out = []
+    for line in lines:
+        try:
+            out.append(CommandRecord(**json.loads(line)))
+        except (ValueError, TypeError):
+            continue  # a line cut by a crash
+    return out
+
+
+class KnowledgeSearch(Protocol):
+    def search(self, query: str, limit: int = 5) -> list[Any]: ...
+
+
+@dataclass
+class CommandRecord:
+    """One run_command call, for build_status and the agent's no-progress checks."""
+
+    argv: list[str]
+    cwd: str
+    exit_code: int | None
+    stopped: str | None
+    log: str
+    duration_s: float
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunContext:
+    root: Path  # the workspace: src/ (the project), build/, .xbuild/ (generated toolchain files, logs)
+    target: Target
+    toolchain: Toolchain
+    sandbox: Sandbox
+    kb: KnowledgeSearch | None = None
+    command_limits: Limits = field(default_factory=Limits)
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 2)  # parallel build jobs for recipes
+    cancel: threading.Event = field(default_factory=threading.Event)
+    commands: list[CommandRecord] = field(default_factory=list)
+    install_prefix: Path | None = None  # where the project installs (a dependency: the per-target prefix)
+    destdir: Path | None = None  # staged install (DESTDIR) of a dependency, moved into the prefix afterwards
+    # (ctx, name, version) -> outcome: the agent layer's planner-driven dependency builds
+    dependency_builder: Callable[[RunContext, str, str | None], Any] | None = None
+    depth: int = 0  # 0 for the project, 1 for its dependencies, ...
+    kb_attached: list[str] = field(default_factory=list)  # knowledge entries already shown in this session
+    _log_seq: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
+    _path_locks: defaultdict[str, threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock),
+                                                           repr=False)
+    _locks_guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def create(cls, root: str | Path, target: Target, *, prefix: str | Path | None = None,
+               sandbox_backend: str = "auto", kb: KnowledgeSearch | None = None,
+               command_limits: Limits | None = None, jobs: int | None = None,
+               cancel: threading.Event | None = None,
+               dependency_builder: Callable[[RunContext, str, str | None], Any] | None = None,
+               install_prefix: Path | None = None, destdir: Path | None = None, depth: int = 0) -> RunContext:
+        """Materialise the toolchain under ROOT/.xbuild and pick the sandbox for it: the context is complete here,
+        nothing is set on it afterwards."""
+        root = Path(root).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        tc = Toolchain.for_target(target, root, prefix=prefix).materialise()
+        Path(tc.prefix).mkdir(parents=True, exist_ok=True)
+        box = sandbox_mod.for_toolchain(tc, backend=sandbox_backend)
+        return cls(root=root, target=target, toolchain=tc, sandbox=box, kb=kb,
+                   command_limits=command_limits or Limits(), jobs=jobs or os.cpu_count() or 2,
+                   cancel=cancel or threading.Event(), dependency_builder=dependency_builder,
+                   install_prefix=install_prefix, destdir=destdir, depth=depth,
+                   commands=_load_history(tc.xbuild / HISTORY))
+
+    @property
+    def prefix(self) -> Path:
+        return Path(self.toolchain.prefix).resolve()
+
+    @property
+    def xbuild(self) -> Path:
+        return self.root / ".xbuild"
+
+    def next_log(self, stem: str) -> Path:
+        """A fresh log file under .xbuild/logs/ (numbered, so every command's full output stays on disk; a reopened
+        workspace continues after the logs it already has)."""
+        while True:
+            path = self.toolchain.logs / f"{next(self._log_seq):04d}-{stem}.log"
+            if not os.path.lexists(path):
+                return path
+
+    def record(self, command: CommandRecord) -> None:
+        """Keep a command in this run's history and in the workspace's (so a reopened workspace, e.g. after an MCP
+        reconnect, still knows every step a clean rebuild must replay)."""
+        self.commands.append(command)
+        line = json.dumps(dataclasses.asdict(command)) + "\n"
+        fd = os.open(self.xbuild / HISTORY, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        with os.fdopen(fd, "a") as f:
+            f.write(line)
+
+    def path_lock(self, real_path: Path) -> threading.Lock:
+        """Calls that touch the same file are serialised by a lock per real path."""
+        with self._locks_guard:
+            return self._path_locks[str(real_path)]

@@ -1,0 +1,137 @@
+"""The bubblewrap sandbox against a real malicious build (CMake execute_process), plus limits and tree-kill."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from crossbuild.env import sandbox
+from crossbuild.env.sandbox import Limits
+
+pytestmark = pytest.mark.skipif(sandbox.probe().backend != "bubblewrap",
+                                reason="bubblewrap unusable here: " + sandbox.probe().reason)
+
+MALICIOUS_CMAKE = r"""
+cmake_minimum_required(VERSION 3.16)
+project(evil NONE)
+execute_process(COMMAND cat "@SECRET@" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "READ_SECRET rc=${rc} out=[${out}]")
+execute_process(COMMAND ls -A /root RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "LIST_ROOT rc=${rc} out=[${out}]")
+execute_process(COMMAND python3 -c
+                "import socket; s=socket.create_connection(('127.0.0.1', @PORT@), 3); print('CONNECTED')"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "NETWORK rc=${rc} out=[${out}]")
+execute_process(COMMAND sh -c "echo pwned > '@OUTSIDE@/pwned.txt'; echo pwned > /root/pwned.txt"
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+message(STATUS "WRITE_OUTSIDE rc=${rc}")
+execute_process(COMMAND bash -c "bomb(){ bomb | bomb & }; bomb; while :; do :; done")
+message(STATUS "UNREACHABLE")
+"""
+
+
+@pytest.fixture
+def listener():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(5)
+    yield s.getsockname()[1]
+    s.close()
+
+
+def snapshot(path: Path) -> dict[str, float]:
+    return {str(p): p.stat().st_mtime for p in path.rglob("*")}
+
+
+def test_malicious_cmake_project_is_contained(tmp_path, listener):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.txt"
+    secret.write_text("TOP-SECRET-VALUE")
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "CMakeLists.txt").write_text(
+        MALICIOUS_CMAKE.replace("@SECRET@", str(secret)).replace("@OUTSIDE@", str(outside))
+        .replace("@PORT@", str(listener)))
+    before = snapshot(outside)
+    box = sandbox.for_tree(ws)
+    assert box.backend == "bubblewrap"
+    start = time.monotonic()
+    res = box.run(["cmake", "-S", "src", "-B", "build"], cwd=ws, env={"PATH": "/usr/bin:/bin", "HOME": str(ws)},
+                  log_path=ws / "log.txt", limits=Limits(timeout_s=20, max_processes=256))
+    elapsed = time.monotonic() - start
+    log = Path(res.log_path).read_text()
+
+    assert "TOP-SECRET-VALUE" not in log
+    assert "READ_SECRET rc=1" in log  # cat: No such file or directory
+    listing = log.split("LIST_ROOT")[1].split("\n")[0]
+    real_root = {p.name for p in Path("/root").iterdir()} - {".cache", ".pyenv"}  # only mounted paths appear
+    assert real_root and not any(name in listing for name in real_root), listing
+    assert "CONNECTED" not in log and "NETWORK rc=1" in log
+    assert "WRITE_OUTSIDE rc=" in log
+    assert "UNREACHABLE" not in log
+    assert res.stopped == "timeout" and res.returncode is None
+    assert elapsed < 40
+    assert snapshot(outside) == before
+    assert not (outside / "pwned.txt").exists() and not Path("/root/pwned.txt").exists()
+    assert secret.read_text() == "TOP-SECRET-VALUE"
+    time.sleep(0.5)
+    assert bomb_processes() == []
+
+
+def bomb_processes() -> list[int]:
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and d.name != str(os.getpid()):
+            try:
+                if b"bomb(){" in (d / "cmdline").read_bytes():
+                    found.append(int(d.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_home_and_root_are_not_the_real_ones(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = sandbox.for_tree(ws)
+    res = box.run(["sh", "-c", "ls -A /root /home 2>&1; cat /etc/shadow 2>&1; echo ok > inside.txt"], cwd=ws,
+                  env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "log")
+    log = Path(res.log_path).read_text()
+    assert (ws / "inside.txt").read_text() == "ok\n"  # the workspace is writable
+    assert "cat: /etc/shadow: No such file" in log  # /etc is an allow-list
+    assert "No such file" in log
+
+
+def test_output_limit_and_cancel(tmp_path):
+    import threading
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = sandbox.for_tree(ws)
+    res = box.run(["yes"], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "log",
+                  limits=Limits(max_output_bytes=1 << 20, timeout_s=30))
+    assert res.stopped == "output_limit" and res.output_bytes == 1 << 20
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    res = box.run(["sleep", "30"], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "log2",
+                  cancel=cancel)
+    assert res.stopped == "cancelled" and res.duration_s < 5
+
+
+def test_cpu_limit_kills_busy_loop(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = sandbox.for_tree(ws)
+    res = box.run(["sh", "-c", "while :; do :; done"], cwd=ws, env={"PATH": "/usr/bin:/bin"},
+                  log_path=tmp_path / "log", limits=Limits(cpu_s=1, timeout_s=30))
+    assert res.stopped is None and res.returncode != 0 and res.duration_s < 10
+
+
+def test_doctor_reports_sandbox_truthfully():
+    from crossbuild.env.doctor import run_checks
+    check = next(c for c in run_checks() if c.name == "sandbox")
+    assert check.status == "ok" and check.detail.startswith("bubblewrap")

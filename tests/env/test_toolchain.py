@@ -1,0 +1,124 @@
+"""Toolchain files and the BuildEnv: content, isolation from the caller's environment, no cross-talk."""
+
+from __future__ import annotations
+
+import os
+
+from crossbuild.env.toolchain import BuildEnv
+
+SECRETS = {
+    "OPENAI_API_KEY": "sk-test-openai-secret",
+    "ANTHROPIC_API_KEY": "sk-ant-test-secret",
+    "DEEPSEEK_API_KEY": "ds-test-secret",
+    "AWS_SECRET_ACCESS_KEY": "aws-test-secret",
+    "GITHUB_TOKEN": "ghp_test_secret",
+}
+
+
+def test_build_env_never_contains_secrets(make_toolchain, monkeypatch):
+    for k, v in SECRETS.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("LD_PRELOAD", "/evil.so")
+    env = make_toolchain("aarch64-linux-musl").env
+    assert isinstance(env, BuildEnv)
+    for k, v in SECRETS.items():
+        assert k not in env.vars
+        assert all(v not in value for value in env.vars.values())
+        assert v not in env.shell_exports()
+    assert "LD_PRELOAD" not in env.vars
+    assert env.vars["HOME"].endswith(".scratch/home")  # never the real HOME
+    assert env.vars["HOME"] != os.environ.get("HOME")
+
+
+def test_build_env_contents(make_toolchain):
+    tc = make_toolchain("aarch64-linux-musl")
+    v = tc.env.vars
+    assert v["PATH"].split(":")[0] == str(tc.bindir)
+    assert v["CC"] == str(tc.bindir / "zcc") and v["CXX"] == str(tc.bindir / "zxx")
+    assert os.path.isabs(v["CMAKE_TOOLCHAIN_FILE"]) and os.path.exists(v["CMAKE_TOOLCHAIN_FILE"])
+    assert v["PKG_CONFIG_LIBDIR"].startswith(str(tc.prefix))
+    assert v["PKG_CONFIG_PATH"] == ""
+    assert v["CC_FOR_BUILD"].startswith("/") and "zcc" not in v["CC_FOR_BUILD"]
+    # builds write their own layer; its outputs are links into the shared cache, which they see read-only
+    assert v["ZIG_GLOBAL_CACHE_DIR"] == v["ZIG_LOCAL_CACHE_DIR"] == str(tc.zig_layer)
+    outputs = [f for d in (tc.zig_layer / "o").iterdir() for f in d.iterdir()]
+    assert outputs and all(f.is_symlink() and f.resolve().parent.parent == tc.zig_cache / "o" for f in outputs)
+    assert not any(p.is_symlink() for p in (tc.zig_layer / "h").iterdir())  # manifests are copies zig may lock
+    assert os.path.exists(v["CONFIG_SITE"])
+    assert "ac_cv_func_malloc_0_nonnull" in open(v["CONFIG_SITE"]).read()
+
+
+def test_two_targets_in_one_process_do_not_interfere(make_toolchain):
+    before = dict(os.environ)
+    a = make_toolchain("aarch64-linux-musl", "a")
+    r = make_toolchain("riscv64-linux-musl", "r")
+    assert dict(os.environ) == before  # nothing written to os.environ
+    assert a.env.vars["CROSSBUILD_TARGET"] == "aarch64-linux-musl"
+    assert r.env.vars["CROSSBUILD_TARGET"] == "riscv64-linux-musl"
+    assert "aarch64-linux-musl" in (a.bindir / "zcc").read_text()
+    assert "riscv64-linux-musl" in (r.bindir / "zcc").read_text()
+    assert "aarch64" not in (r.xbuild / "toolchain.cmake").read_text()
+
+
+def test_cmake_toolchain_file(make_toolchain):
+    tc = make_toolchain("aarch64-linux-musl")
+    text = tc.cmake_toolchain_file.read_text()
+    assert "set(CMAKE_SYSTEM_NAME Linux)" in text
+    assert "set(CMAKE_SYSTEM_PROCESSOR aarch64)" in text
+    assert f'set(CMAKE_FIND_ROOT_PATH "{tc.prefix}")' in text
+    for mode in ("PROGRAM NEVER", "LIBRARY ONLY", "INCLUDE ONLY", "PACKAGE ONLY"):
+        assert f"set(CMAKE_FIND_ROOT_PATH_MODE_{mode})" in text
+    assert f'set(CMAKE_CROSSCOMPILING_EMULATOR "{tc.emulator}")' in text
+    assert "qemu-aarch64" in tc.emulator.read_text()
+
+
+def test_meson_cross_file_and_windows_bits(make_toolchain):
+    tc = make_toolchain("riscv64-linux-musl")
+    text = tc.meson_cross_file.read_text()
+    assert "cpu_family = 'riscv64'" in text and "system = 'linux'" in text
+    assert f"exe_wrapper = '{tc.emulator}'" in text
+    win = make_toolchain("x86_64-windows-gnu", "win")
+    wtext = win.meson_cross_file.read_text()
+    assert "system = 'windows'" in wtext and "exe_wrapper" not in wtext and "windres" in wtext
+    assert "CMAKE_CROSSCOMPILING_EMULATOR" not in win.cmake_toolchain_file.read_text()
+    assert win.env.vars["RC"].endswith("zwindres")
+    assert win.configure_args()[0] == "--host=x86_64-w64-mingw32"
+
+
+def test_pkg_config_sees_only_the_prefix(make_toolchain, tmp_path):
+    import subprocess
+    tc = make_toolchain("aarch64-linux-musl")
+    pc = tc.prefix / "lib" / "pkgconfig"
+    pc.mkdir(parents=True)
+    (pc / "foo.pc").write_text(f"prefix={tc.prefix}\nincludedir=${{prefix}}/include\nName: foo\nDescription: f\n"
+                               "Version: 1.0\nCflags: -I${includedir}\n")
+    env = tc.env.as_dict()
+    r = subprocess.run(["pkg-config", "--cflags", "foo"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == f"-I{tc.prefix}/include"
+    # a package the host has (zlib.pc is in Debian's multiarch dir when zlib1g-dev is installed) is invisible
+    r = subprocess.run(["pkg-config", "--exists", "zlib"], env=env)
+    assert r.returncode != 0
+    r = subprocess.run(["pkg-config", "--list-all"], env=env, capture_output=True, text=True)
+    assert [line.split()[0] for line in r.stdout.splitlines()] == ["foo"]
+
+
+def test_cxx_runtime_is_warmed_only_for_projects_that_link_cxx(tmp_path):
+    from crossbuild.env.zigcache import languages_of
+
+    cases = {
+        "cmake-default": ("CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(x VERSION 1.0)\n"),
+        "cmake-c": ("CMakeLists.txt", "project(x LANGUAGES C)\n"),
+        "cmake-cxx": ("CMakeLists.txt", 'project("x" C CXX)\n'),
+        "autoconf-cxx": ("configure.ac", "AC_INIT([x],[1])\nAC_PROG_CC\nAC_PROG_CXX\n"),
+        "autoconf-c": ("configure.ac", "AC_INIT([x],[1])\nAC_PROG_CC\nLT_INIT\n"),
+        "meson-cpp": ("meson.build", "project('x', 'c', 'cpp')\n"),
+        "sources": ("src/lib.cpp", "int f() { return 1; }\n"),
+    }
+    found = {}
+    for name, (rel, text) in cases.items():
+        (tmp_path / name / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name / rel).write_text(text)
+        found[name] = languages_of(tmp_path / name)
+    assert {n for n, langs in found.items() if "c++" in langs} == {"cmake-default", "cmake-cxx", "autoconf-cxx",
+                                                                   "meson-cpp", "sources"}
+

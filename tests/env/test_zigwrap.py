@@ -1,0 +1,249 @@
+"""The compiler wrappers: each rewrite as a unit, then for real through zig (one test per known zig quirk)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pefile
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from crossbuild.env.zigwrap import plan_for, rewrite_cc, rewrite_windres
+from tests.conftest import run_in
+
+KW = dict(driver="cc", zig="/z/zig", zig_target="aarch64-linux-musl", arch="aarch64", binary_format="elf",
+          bindir="/ws/.xbuild/bin")
+
+
+def cmd(args, **over):
+    plan = rewrite_cc(args, **{**KW, **over})
+    assert len(plan.commands) == 1, plan
+    return plan.commands[0]
+
+
+def elf_of(path: Path):
+    return ELFFile(io.BytesIO(path.read_bytes()))
+
+
+# -- unit: the rewrite rules -------------------------------------------------------------------------------------
+
+def test_plain_compile_adds_target_and_keeps_args():
+    c = cmd(["-O2", "-c", "x.c", "-o", "x.o"])
+    assert c[:4] == ["/z/zig", "cc", "-target", "aarch64-linux-musl"]
+    assert c[-4:] == ["-c", "x.c", "-o", "x.o"]
+    assert "-Wl,--undefined-version" not in c  # no link step, no linker flag
+
+
+def test_no_werror_drops_the_projects_werror_flags():
+    c = cmd(["-Wall", "-Werror", "-Werror=format", "-pedantic-errors", "-c", "x.c"], no_werror=True)
+    assert "-Werror" not in c and "-Werror=format" not in c and "-pedantic-errors" not in c
+    assert c[-1] == "-Wno-error" and "-Wall" in c
+    assert "-Werror" in cmd(["-Werror", "-c", "x.c"])  # only when asked (CROSSBUILD_NO_WERROR=1)
+
+
+def test_link_gets_undefined_version_on_elf_only():
+    assert "-Wl,--undefined-version" in cmd(["x.o", "-o", "x"])
+    assert "-Wl,--undefined-version" not in cmd(["x.o", "-o", "x.exe"], zig_target="x86_64-windows-gnu",
+                                                binary_format="pe", arch="x86_64")
+
+
+def test_print_multi_queries_answered_like_gcc():
+    assert rewrite_cc(["-print-multi-os-directory"], **KW).stdout == "../lib\n"
+    assert rewrite_cc(["-print-multi-directory"], **KW).stdout == ".\n"
+    assert rewrite_cc(["-print-prog-name=ld"], **KW).stdout == "/ws/.xbuild/bin/zld\n"
+
+
+def test_dropped_flags():
+    c = cmd(["x.o", "-o", "x", "-lgcc_s", "-lgcc", "-stats", "-Wl,-rpath-link,/a", "-Wl,-rpath-link=/b",
+             "-Wl,--kill-at", "-Wl,-soname,libx.so.1", "-Xlinker", "-rpath-link", "-Xlinker", "/c"])
+    joined = " ".join(c)
+    for gone in ("-lgcc", "-stats", "rpath-link", "--kill-at", "/a", "/b", "/c"):
+        assert gone not in joined
+    assert "-Wl,-soname,libx.so.1" in c
+
+
+@pytest.mark.parametrize("march, mcpu", [
+    ("-march=armv8-a+crypto", "-mcpu=generic+crypto"),
+    ("-march=armv8-a+crc+simd", "-mcpu=generic+crc+neon"),
+    ("-march=armv8.2-a+dotprod", "-mcpu=generic+v8_2a+dotprod"),
+    ("-march=armv8-a+nofp", "-mcpu=generic-fp_armv8"),
+])
+def test_march_translated_for_aarch64(march, mcpu):
+    c = cmd(["-c", "x.c", march])
+    assert mcpu in c and march not in c
+
+
+def test_march_native_dropped_and_x86_march_kept():
+    assert not any(a.startswith(("-march", "-mcpu")) for a in cmd(["-c", "x.c", "-march=native"]))
+    c = cmd(["-c", "x.c", "-march=haswell"], zig_target="x86_64-linux-musl", arch="x86_64")
+    assert "-march=haswell" in c
+
+
+def test_multiple_sources_with_c_are_split():
+    plan = rewrite_cc(["-c", "-O2", "dir/a.c", "b.c"], **KW)
+    assert [c[-3:] for c in plan.commands] == [["dir/a.c", "-o", "a.o"], ["b.c", "-o", "b.o"]]
+    assert all("-O2" in c for c in plan.commands)
+
+
+def test_windows_objects_are_named_like_mingw_gcc_names_them():
+    plan = rewrite_cc(["-c", "conftest.c"], **{**KW, "zig_target": "x86_64-windows-gnu", "arch": "x86_64",
+                                              "binary_format": "pe"})
+    assert plan.commands[0][-3:] == ["conftest.c", "-o", "conftest.o"]
+    assert cmd(["-c", "conftest.c"])[-2:] == ["-c", "conftest.c"]  # ELF targets: zig already writes conftest.o
+
+
+def test_windows_ld_answers_version_probe_and_refuses_links():
+    kw = dict(zig="/z/zig", zig_target="x86_64-windows-gnu", arch="x86_64", binary_format="pe", bindir="/b")
+    assert plan_for("ld", ["-v"], **kw).commands == [["/z/zig", "ld.lld", "--version"]]
+    refused = plan_for("ld", ["-o", "x.exe", "x.o"], **kw)
+    assert not refused.commands and "link through $CC" in refused.error
+    assert plan_for("ld", ["-r", "a.o"], **{**kw, "binary_format": "elf", "zig_target": "x86_64-linux-musl"})\
+        .commands == [["/z/zig", "ld.lld", "-r", "a.o"]]
+
+
+def test_unknown_object_suffix_renamed(tmp_path):
+    obj = tmp_path / "x.sho"
+    obj.write_bytes(b"\x7fELF" + b"\0" * 60)
+    (tmp_path / "sub").mkdir()
+    twin = tmp_path / "sub" / "x.sho"  # same name in another folder must not collide
+    twin.write_bytes(b"\x7fELF" + b"\0" * 60)
+    plan = rewrite_cc(["-shared", str(obj), str(twin), "-o", "libx.so"], **KW)
+    assert plan.symlinks == {"0-x.sho.o": str(obj), "1-x.sho.o": str(twin)}
+    assert "\x000-x.sho.o" in plan.commands[0] and "\x001-x.sho.o" in plan.commands[0]
+
+
+def test_libtool_cxx_nostdlib_shared_link():
+    c = cmd(["-shared", "-nostdlib", "/usr/lib/crti.o", "/x/crtbeginS.o", "a.o", "-lstdc++", "-lm", "-lc",
+             "-lgcc_s", "/x/crtendS.o", "/usr/lib/crtn.o", "-o", "libx.so"], driver="c++")
+    joined = " ".join(c)
+    for gone in ("-nostdlib", "crti.o", "crtbeginS.o", "crtendS.o", "crtn.o", "-lstdc++", "-lgcc_s"):
+        assert gone not in joined
+    assert "a.o" in c and "-lm" in c
+
+
+def test_windres_arguments():
+    plan = rewrite_windres(["-i", "app.rc", "-o", "app.o", "-I", "inc", "-DX=1", "-O", "coff"], zig="/z/zig")
+    assert plan.commands == [["/z/zig", "rc", "/i", "inc", "/d", "X=1", "/fo", "app.o", "--", "app.rc"]]
+    assert rewrite_windres(["--input=a.rc", "--output=a.o"], zig="/z/zig").commands[0][-4:] == \
+        ["/fo", "a.o", "--", "a.rc"]
+    incomplete = rewrite_windres(["-O", "coff"], zig="/z/zig")
+    assert not incomplete.commands and incomplete.error.startswith("windres: need exactly one input")
+
+
+# -- real zig: each quirk fixed end to end ---------------------------------------------------------------------
+
+@pytest.fixture
+def aarch64(make_toolchain):
+    return make_toolchain("aarch64-linux-musl")
+
+
+def src(dirpath: Path, name: str, text: str) -> Path:
+    p = dirpath / name
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.slow
+def test_real_print_multi_os_directory(aarch64, tmp_path):
+    r = run_in(aarch64, [str(aarch64.tool("zcc")), "-print-multi-os-directory"], tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "../lib"
+
+
+@pytest.mark.slow
+def test_real_two_sources_two_objects(aarch64, tmp_path):
+    src(tmp_path, "a.c", "int a(void){return 1;}\n")
+    src(tmp_path, "b.c", "int b(void){return 2;}\n")
+    r = run_in(aarch64, [str(aarch64.tool("zcc")), "-c", "a.c", "b.c"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    for o in ("a.o", "b.o"):
+        assert elf_of(tmp_path / o).header["e_machine"] == "EM_AARCH64"
+
+
+@pytest.mark.slow
+def test_real_sho_objects_link_with_lld_not_host_ld(aarch64, tmp_path):
+    src(tmp_path, "a.c", "int a(void){return 1;}\n")
+    cc = str(aarch64.tool("zcc"))
+    assert run_in(aarch64, [cc, "-fPIC", "-c", "a.c", "-o", "a.sho"], tmp_path).returncode == 0
+    r = run_in(aarch64, [cc, "-shared", "a.sho", "-o", "liba.so"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "/usr/bin/ld" not in r.stderr
+    assert elf_of(tmp_path / "liba.so").header["e_type"] == "ET_DYN"
+    assert not list(tmp_path.glob("zigwrap-*"))
+
+
+@pytest.mark.slow
+def test_real_date_time_is_not_an_error(aarch64, tmp_path):
+    src(tmp_path, "d.c", 'const char *d(void){return __DATE__ " " __TIME__;}\n')
+    r = run_in(aarch64, [str(aarch64.tool("zcc")), "-O2", "-c", "d.c", "-o", "d.o"], tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.slow
+def test_real_version_script_with_absent_symbol(aarch64, tmp_path):
+    src(tmp_path, "z.c", "int present(void){return 1;}\n")
+    src(tmp_path, "z.map", "ZLIB_1.0 { global: present; absent_symbol; local: *; };\n")
+    r = run_in(aarch64, [str(aarch64.tool("zcc")), "-O2", "-fPIC", "-shared", "-Wl,--version-script=z.map",
+                         "z.c", "-o", "libz.so.1"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "libz.so.1").exists()
+
+
+@pytest.mark.slow
+def test_real_march_armv8_crypto(aarch64, tmp_path):
+    src(tmp_path, "c.c", "#include <arm_neon.h>\nuint8x16_t f(uint8x16_t a, uint8x16_t k){return vaeseq_u8(a,k);}\n")
+    r = run_in(aarch64, [str(aarch64.tool("zcc")), "-march=armv8-a+crypto", "-c", "c.c", "-o", "c.o"], tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.slow
+def test_real_dropped_linker_flags(aarch64, tmp_path):
+    src(tmp_path, "m.c", "int main(void){return 0;}\n")
+    r = run_in(aarch64, [str(aarch64.tool("zcc")), "m.c", "-o", "m", "-Wl,-rpath-link,/nonexistent", "-lgcc_s",
+                         "-lgcc", "-Wl,--kill-at", "-stats"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert elf_of(tmp_path / "m").header["e_machine"] == "EM_AARCH64"
+
+
+@pytest.mark.slow
+def test_real_libtool_style_cxx_shared_library(aarch64, tmp_path):
+    src(tmp_path, "x.cpp", '#include <string>\n#include <stdexcept>\n'
+        'std::string greet(const std::string &n){ if(n.empty()) throw std::runtime_error("empty"); '
+        'return "hi " + n; }\n')
+    cxx = str(aarch64.tool("zxx"))
+    assert run_in(aarch64, [cxx, "-fPIC", "-c", "x.cpp", "-o", "x.o"], tmp_path).returncode == 0
+    r = run_in(aarch64, [cxx, "-shared", "-nostdlib", "x.o", "-lstdc++", "-lm", "-lc", "-lgcc_s", "-o",
+                         "libx.so"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert elf_of(tmp_path / "libx.so").header["e_type"] == "ET_DYN"
+
+
+@pytest.mark.slow
+def test_real_strip_and_ld_r(aarch64, tmp_path):
+    src(tmp_path, "a.c", "int a(void){return 1;}\n")
+    src(tmp_path, "b.c", "int b(void){return 2;}\nint main(void){return 0;}\n")
+    assert run_in(aarch64, [str(aarch64.tool("zcc")), "-g", "-c", "a.c", "b.c"], tmp_path).returncode == 0
+    r = run_in(aarch64, [str(aarch64.tool("zld")), "-r", "a.o", "b.o", "-o", "ab.o"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert elf_of(tmp_path / "ab.o").header["e_type"] == "ET_REL"
+    assert run_in(aarch64, [str(aarch64.tool("zcc")), "-g", "b.c", "-o", "prog"], tmp_path).returncode == 0
+    before = (tmp_path / "prog").stat().st_size
+    r = run_in(aarch64, ["strip", "prog"], tmp_path)  # PATH puts the wrapper first
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "prog").stat().st_size < before
+    assert elf_of(tmp_path / "prog").get_section_by_name(".symtab") is None
+
+
+@pytest.mark.slow
+def test_real_windres_resource_linked_into_exe(make_toolchain, tmp_path):
+    tc = make_toolchain("x86_64-windows-gnu")
+    src(tmp_path, "app.rc", '1 VERSIONINFO\nFILEVERSION 1,2,3,4\nBEGIN\nBLOCK "StringFileInfo"\nBEGIN\n'
+        'BLOCK "040904b0"\nBEGIN\nVALUE "ProductName", "crossbuild test"\nEND\nEND\nEND\n')
+    src(tmp_path, "main.c", "int main(void){return 0;}\n")
+    r = run_in(tc, ["windres", "-i", "app.rc", "-o", "app.o", "-O", "coff"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_in(tc, [str(tc.tool("zcc")), "main.c", "app.o", "-o", "app.exe"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    pe = pefile.PE(str(tmp_path / "app.exe"))
+    assert pe.FILE_HEADER.Machine == 0x8664
+    assert hasattr(pe, "DIRECTORY_ENTRY_RESOURCE")

@@ -1,0 +1,131 @@
+"""The evaluation harness end to end on the bundled example corpus: run (local threads and Ray), report, compare,
+and a runner killed mid-way that finishes the remaining cells without redoing finished ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from crossbuild.evaluation import corpus
+from crossbuild.evaluation.report import _binom_two_sided, compare, wilson
+from tests.conftest import CLI, cb
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "corpus" / "examples"
+DEV = ROOT / "corpus" / "dev"
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_the_development_corpus_is_pinned_and_complete():
+    projects = corpus.load(DEV)
+    assert len(projects) == 35
+    for p in projects:
+        assert p.source.startswith(f"debian:{p.name}=") and p.version and len(p.dsc_sha256 or "") == 64
+    assert {p.tier for p in projects} == {"easy", "medium", "hard"}
+    assert {"zlib", "libpng1.6", "re2", "abseil", "libgit2", "libxml2"} <= {p.name for p in projects}
+
+
+def test_a_changed_or_missing_source_is_an_error(tmp_path):
+    zlib = corpus.load(DEV / "zlib.toml")[0]
+    changed = zlib.model_copy(update={"dsc_sha256": "0" * 64})
+    with pytest.raises(corpus.CorpusError, match="changed"):
+        corpus.fetch(changed)
+    missing = zlib.model_copy(update={"source": "debian:zlib=9.9.9-1", "dsc_sha256": None})
+    with pytest.raises(corpus.CorpusError, match="not available"):
+        corpus.fetch(missing)
+    unpinned = zlib.model_copy(update={"source": "debian:zlib"})
+    with pytest.raises(corpus.CorpusError, match="pin the Debian version"):
+        corpus.fetch(unpinned)
+    with pytest.raises(corpus.CorpusError, match="no such projects"):
+        corpus.load(DEV, only=["zlibb"])
+
+
+def test_statistics():
+    lo, hi = wilson(8, 10)
+    assert 0.49 < lo < 0.50 and 0.94 < hi < 0.95
+    assert wilson(0, 0) == (0.0, 0.0)
+    assert _binom_two_sided(0, 6) == pytest.approx(2 / 64)
+    assert _binom_two_sided(3, 6) == 1.0
+
+
+@pytest.mark.slow
+def test_run_report_compare_on_the_example_corpus(tmp_path):
+    a = tmp_path / "A"
+    r = cb("eval", "run", str(EXAMPLES), "--targets", "aarch64-linux-musl,riscv64-linux-musl", "--jobs", "2",
+           "--out", str(a), cwd=tmp_path, timeout=1800)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = _rows(a)
+    assert len(rows) == 2 and all(row["strict_success"] for row in rows)
+    assert all(row["levels"] == {"configured": True, "built": True, "right_target": True, "expected": True,
+                                 "functional": True, "rebuild": True} for row in rows)
+    assert {row["target"] for row in rows} == {"aarch64-linux-musl", "riscv64-linux-musl"}
+    assert all(row["run_id"] and row["crossbuild_version"] and row["config"]["model"] == "planner" for row in rows)
+
+    r = cb("eval", "report", str(a), "--command", "crossbuild eval run corpus/examples ...", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    md = (a / "REPORT.md").read_text()
+    assert "Verified: 2/2" in md and "## Success by tier" in md and "| run_command |" in md
+    assert (a / "success_by_target.png").stat().st_size > 1000 and (a / "time_vs_success.png").is_file()
+
+    b = tmp_path / "B"
+    b.mkdir()
+    flipped = [{**row, "strict_success": row["target"] != "riscv64-linux-musl", "steps": row["steps"] + 2}
+               for row in rows]
+    (b / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in flipped))
+    r = cb("eval", "compare", str(a), str(b), cwd=tmp_path)
+    assert r.returncode == 0
+    assert "rescued 0, regressed 1, both failed 0, both passed 1" in r.stdout
+    assert "libcalc/riscv64-linux-musl" in r.stdout and "within run-to-run noise" in r.stdout
+    res = compare(a, b)
+    assert res.step_deltas == {"libcalc/aarch64-linux-musl": 2}
+
+
+@pytest.mark.slow
+def test_the_same_cells_on_a_local_ray_cluster(tmp_path):
+    out = tmp_path / "ray"
+    r = cb("eval", "run", str(EXAMPLES), "--targets", "aarch64-linux-musl", "--executor", "ray", "--out", str(out),
+           cwd=tmp_path, timeout=1800)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    rows = _rows(out)
+    assert len(rows) == 1 and rows[0]["strict_success"] and rows[0]["status"] == "verified"
+
+
+@pytest.mark.slow
+def test_a_killed_runner_resumes_without_redoing_finished_cells(tmp_path):
+    manifests = tmp_path / "corpus"
+    manifests.mkdir()
+    for name in ("one", "two", "three"):
+        text = (EXAMPLES / "libcalc.toml").read_text().replace('name = "libcalc"', f'name = "{name}"')
+        (manifests / f"{name}.toml").write_text(text.replace("../../examples/libcalc", str(ROOT / "examples" /
+                                                                                           "libcalc")))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([*CLI, "eval", "run", str(manifests), "--targets", "aarch64-linux-musl", "--out",
+                             str(out)], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if (out / "results.jsonl").is_file() and _rows(out):
+            break
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = _rows(out)
+    assert 1 <= len(first) < 3, "the runner must be killed mid-way"
+    r = cb("eval", "run", str(manifests), "--targets", "aarch64-linux-musl", "--out", str(out), cwd=tmp_path,
+           timeout=1800)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"resuming: {len(first)} of 3 cells already finished" in r.stdout.replace("\n", " ")
+    rows = _rows(out)
+    assert sorted(row["project"] for row in rows) == ["one", "three", "two"]
+    assert rows[: len(first)] == first  # finished cells were not run again
+    shutil.rmtree(out / "work", ignore_errors=True)

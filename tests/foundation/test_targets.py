@@ -1,0 +1,55 @@
+import pytest
+
+from crossbuild.foundation.targets import TARGETS, UnknownTargetError, parse_target
+
+
+def test_required_targets_exist_with_facts():
+    for name in ("aarch64-linux-musl", "aarch64-linux-gnu", "x86_64-linux-musl", "riscv64-linux-musl",
+                 "arm-linux-musleabihf", "x86_64-windows-gnu"):
+        t = TARGETS[name]
+        assert t.zig_target == name
+        assert t.cmake_system_name in ("Linux", "Windows")
+        assert t.meson_cpu_family and t.meson_cpu and t.meson_system
+        assert t.autotools_host
+    assert TARGETS["arm-linux-musleabihf"].float_abi == "hard"
+    assert TARGETS["arm-linux-musleabihf"].bits == 32
+    assert TARGETS["riscv64-linux-musl"].machine == "EM_RISCV"
+    assert TARGETS["x86_64-windows-gnu"].binary_format == "pe"
+    assert TARGETS["x86_64-windows-gnu"].autotools_host == "x86_64-w64-mingw32"
+    assert TARGETS["x86_64-windows-gnu"].qemu is None
+    assert TARGETS["aarch64-linux-musl"].qemu == "qemu-aarch64"
+    assert TARGETS["aarch64-linux-musl"].dynamic_loader == "/lib/ld-musl-aarch64.so.1"
+
+
+def test_glibc_version_suffix():
+    t = parse_target("aarch64-linux-gnu.2.28")
+    assert t.glibc_version == (2, 28)
+    assert t.zig_target == "aarch64-linux-gnu.2.28"
+    assert t.machine == "EM_AARCH64"
+    assert t.name == "aarch64-linux-gnu.2.28"
+
+
+def test_aliases_resolve():
+    assert parse_target("arm64-linux-musl").name == "aarch64-linux-musl"
+    assert parse_target("x86_64-w64-mingw32").name == "x86_64-windows-gnu"
+
+
+@pytest.mark.parametrize("typo, suggestion", [
+    ("aarch64-linux-mus", "aarch64-linux-musl"),
+    ("riscv64-linux-msul", "riscv64-linux-musl"),
+    ("x86_64-windows", "x86_64-windows-gnu"),
+])
+def test_misspelled_target_lists_close_matches(typo, suggestion):
+    with pytest.raises(UnknownTargetError) as e:
+        parse_target(typo)
+    assert "Did you mean" in str(e.value)
+    assert suggestion in str(e.value).split("Known targets")[0]
+
+
+def test_bad_versions_and_nonsense():
+    with pytest.raises(UnknownTargetError, match="outside what zig can target"):
+        parse_target("aarch64-linux-gnu.1.9")
+    with pytest.raises(UnknownTargetError, match="only applies to glibc"):
+        parse_target("aarch64-linux-musl.2.28")
+    with pytest.raises(UnknownTargetError, match="Known targets"):
+        parse_target("sparc-solaris")

@@ -1,0 +1,96 @@
+"""The knowledge base: every fixture finds its entry, non-matching build output stays quiet, the retrieval goals
+hold on the labelled set, actions validate, and the dependency mapping answers what builds ask for."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from crossbuild import kb
+from crossbuild.env import dependency_cache as deps
+from crossbuild.kb.base import Action, Entry, KnowledgeBase, fingerprint
+from crossbuild.kb.evaluation import evaluate, load_queries
+
+KB = kb.load()
+
+
+def test_at_least_40_entries_each_with_a_fixture_and_a_fix():
+    assert len(KB) >= 40
+    for e in KB.entries.values():
+        assert e.fixtures and e.fix and e.cause and e.symptoms, e.id
+
+
+@pytest.mark.parametrize("entry_id", sorted(KB.entries))
+def test_every_fixture_matches_its_entry_first(entry_id):
+    e = KB.entries[entry_id]
+    for fixture in e.fixtures:
+        matches = KB.search(fixture, limit=3)
+        assert matches and matches[0].entry.id == entry_id, (fixture, [m.entry.id for m in matches])
+        assert matches[0].how == "fingerprint"
+
+
+def test_build_output_that_matches_no_entry_stays_quiet():
+    negatives = [q for q in load_queries(KB) if not q.expect]
+    assert len(negatives) >= 25
+    loud = [(q.text[:60], [m.entry.id for m in KB.search(q.text, limit=2)]) for q in negatives
+            if KB.search(q.text, limit=2)]
+    assert not loud
+
+
+def test_retrieval_goals_on_the_labelled_set():
+    r = evaluate(KB)
+    assert r.queries >= 80
+    assert r.kinds["unseen"].n >= 30
+    assert r.kinds["unseen"].recall1 >= 0.9 and r.kinds["unseen"].recall3 >= 0.97
+    assert r.false_attachment_rate <= 0.05
+
+
+def test_captured_names_fill_dependency_actions():
+    m = KB.search("CMake Error: Could NOT find LibLZMA (missing: LIBLZMA_LIBRARY)")[0]
+    assert [a.name for a in m.actions()] == ["LibLZMA"]
+    assert deps.resolve("LibLZMA").source == "xz-utils"
+
+
+def test_actions_are_validated():
+    with pytest.raises(ValidationError, match="needs `args`"):
+        Action(kind="cmake_args")
+    with pytest.raises(ValidationError):
+        Action(kind="reboot")
+    with pytest.raises(ValueError, match="duplicate"):
+        e = Entry(id="x", title="t", cause="c", fix="f", fixtures=["x"])
+        KnowledgeBase([e, e])
+
+
+def test_fingerprints_ignore_paths_numbers_and_names():
+    a = fingerprint("/home/a/src/x.c:12:5: error: unknown type name 'off64_t'")
+    b = fingerprint("/w/b/src/x.c:99:1: error: unknown type name 'loff_t'")
+    assert a == b
+
+
+@pytest.mark.parametrize(("asked", "source"), [
+    ("ZLIB", "zlib"), ("zlib.h", "zlib"), ("libz", "zlib"), ("PNG::PNG", "libpng1.6"), ("png.h", "libpng1.6"),
+    ("absl", "abseil"), ("OpenSSL", "openssl"), ("openssl/ssl.h", "openssl"), ("libzstd", "libzstd"),
+    ("zstd", "libzstd"), ("BZip2", "bzip2"), ("LibLZMA", "xz-utils"), ("GTest", "googletest"),
+    ("libxml-2.0", "libxml2"), ("debian:zlib", "zlib"), ("debian:libfoo2", "libfoo2"),
+])
+def test_dependency_mapping(asked, source):
+    assert deps.resolve(asked).source == source
+
+
+@pytest.mark.parametrize("asked", ["/root/.config/secrets", "../../etc", "./vendor/zlib", "~/src/zlib",
+                                   "https://example.org/zlib.tar.gz", "zlib-1.3.tar.gz", "debian:../zlib",
+                                   "debian:Zlib Thing"])
+def test_dependency_names_never_select_a_host_path(asked):
+    with pytest.raises(deps.UnknownDependencyError, match="path or a URL|not a Debian source package name"):
+        deps.resolve(asked)
+
+
+def test_only_the_user_vouches_for_local_dependency_sources(tmp_path):
+    assert deps.resolve("zlib", {"zlib": str(tmp_path)}).source == str(tmp_path)
+    with pytest.raises(deps.UnknownDependencyError):
+        deps.resolve(str(tmp_path), {"zlib": str(tmp_path)})
+
+
+def test_unknown_dependency_names_close_ones():
+    with pytest.raises(deps.UnknownDependencyError, match="close: zlib"):
+        deps.resolve("zlibb")

@@ -1,0 +1,49 @@
+"""Triage of failed test programs, on output lines real projects printed under qemu-user here (dev corpus)."""
+
+from __future__ import annotations
+
+import pytest
+
+from crossbuild.proof.triage import triage
+
+LIBARCHIVE = ["Unable to locate known reference file test_compat_gtar_1.tar.uu", "  Checked following directories:",
+              "/ws/build/bin", "/ws/build/bin/test", "Use -r option to specify full path to reference directory"]
+
+
+@pytest.mark.parametrize("lines, why", [
+    (LIBARCHIVE, "its test data is not where it looks: Unable to locate known reference file"),
+    (["connect: Network is unreachable"], "the sandbox has no network"),
+    (["qemu: Unsupported syscall: 434"], "qemu-user does not emulate it"),
+    (["tcgetattr: Inappropriate ioctl for device"], "it needs a terminal"),
+])
+def test_output_that_blames_the_environment_does_not_block(lines, why):
+    t = triage(1, None, lines, 60)
+    assert t.kind == "environment" and not t.blocks and t.why.startswith(why)
+
+
+@pytest.mark.parametrize("exit_code, lines", [
+    (1, ["Function didn't die (unexpected new): { new int; }"]),  # google-glog: a real behaviour difference
+    (1, ["Check failed: stack_consumed < kStackConsumptionUpperLimit"]),
+    (3, []),
+])
+def test_a_failure_without_evidence_blocks(exit_code, lines):
+    t = triage(exit_code, None, lines, 60)
+    assert t.kind == "failed" and t.blocks
+
+
+@pytest.mark.parametrize("exit_code, lines", [
+    (1, ["Error loading shared library libz.so.1: No such file or directory (needed by ./test_zip)"]),
+    (127, ["./t: error while loading shared libraries: libfoo.so: cannot open shared object file: No such file"]),
+    (1, ["reading data.bin: No such file or directory", "qemu: uncaught target signal 11 (Segmentation fault)"]),
+    (-6, ["Network is unreachable"]),
+])
+def test_load_failures_and_crashes_block_whatever_else_is_printed(exit_code, lines):
+    t = triage(exit_code, None, lines, 60)
+    assert t.kind == "crashed" and t.blocks
+
+
+def test_a_timeout_counts_only_as_slow_emulation_when_the_program_was_working():
+    assert triage(None, "timeout", ["round 1 of 100"], 60).kind == "environment"
+    assert triage(None, "timeout", ["", "  "], 60).blocks
+    assert triage(None, "timeout", ["[crossbuild: stopped (timeout) after 60.0s; process tree killed]"], 60).blocks
+    assert triage(None, "output_limit", ["x"] * 10, 60).blocks

@@ -1,0 +1,313 @@
+"""The verifier on hand-made fixtures: each format, and each way to fool it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from crossbuild.foundation.targets import parse_target
+from crossbuild.proof.artifacts import scan_tree
+from crossbuild.proof.verify import is_testlike, verify
+
+pytestmark = pytest.mark.slow  # fixtures are compiled with real zig
+
+AARCH64 = parse_target("aarch64-linux-musl")
+
+
+def zcc(zig: str, target: str, args: list[str], cwd: Path) -> None:
+    r = subprocess.run([zig, "cc", "-target", target, *args], cwd=cwd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="module")
+def fixtures(tmp_path_factory):
+    from crossbuild.foundation import host
+    zig = str(host.zig_executable())
+    d = tmp_path_factory.mktemp("fixtures")
+    (d / "lib.c").write_text("int lib(void){return 42;}\n")
+    (d / "main.c").write_text("int lib(void);\nint main(void){return lib() == 42 ? 0 : 1;}\n")
+    (d / "fail.c").write_text("int main(void){return 3;}\n")
+    # what real test programs print when the machine, not the build, is the problem (libarchive's harness) ...
+    (d / "data.c").write_text('#include <stdio.h>\nint main(void){fprintf(stderr, "Unable to locate known reference '
+                              'file test_expand.Z.uu\\n");return 1;}\n')
+    # ... and a crash that prints the same excuse first: a crash always counts
+    (d / "crash.c").write_text('#include <stdio.h>\nint main(void){fprintf(stderr, "cannot open data.txt: No such '
+                               'file or directory\\n");fflush(stderr);*(volatile int*)0 = 1;return 0;}\n')
+    (d / "slow.c").write_text('#include <stdio.h>\nint main(void){puts("round 1 of 1000000");fflush(stdout);'
+                              'for(volatile unsigned long i=0;;i++);}\n')
+    (d / "hang.c").write_text("int main(void){for(volatile unsigned long i=0;;i++);}\n")
+    zcc(zig, "aarch64-linux-musl", ["-c", "lib.c", "-o", "lib-aarch64.o"], d)
+    zcc(zig, "aarch64-linux-musl", ["main.c", "lib.c", "-o", "test_ok"], d)
+    zcc(zig, "aarch64-linux-musl", ["fail.c", "-o", "test_fails"], d)
+    for name in ("data", "crash", "slow", "hang"):
+        zcc(zig, "aarch64-linux-musl", ["-O1", f"{name}.c", "-o", f"test_{name}"], d)
+    zcc(zig, "aarch64-linux-musl", ["-fPIC", "-shared", "lib.c", "-o", "libx.so"], d)
+    zcc(zig, "riscv64-linux-musl", ["-c", "lib.c", "-o", "lib-riscv.o"], d)
+    zcc(zig, "arm-linux-musleabihf", ["-c", "lib.c", "-o", "lib-armhf.o"], d)
+    zcc(zig, "arm-linux-musleabihf", ["main.c", "lib.c", "-o", "armprog"], d)
+    zcc(zig, "x86_64-windows-gnu", ["main.c", "lib.c", "-o", "prog.exe"], d)
+    zcc(zig, "x86_64-windows-gnu", ["-c", "lib.c", "-o", "lib-win.o"], d)
+    zcc(zig, "aarch64-macos", ["-c", "lib.c", "-o", "lib-macos.o"], d)
+    subprocess.run(["gcc", "-c", "lib.c", "-o", "lib-host.o"], cwd=d, check=True)
+    subprocess.run(["gcc", "main.c", "lib.c", "-o", "hostprog"], cwd=d, check=True)
+    subprocess.run([zig, "ar", "rcs", "libx.a", "lib-aarch64.o"], cwd=d, check=True)
+    subprocess.run([zig, "ar", "rcsT", "libthin.a", "lib-aarch64.o"], cwd=d, check=True)
+    subprocess.run([zig, "ar", "rcs", "libmixed.a", "lib-aarch64.o", "lib-host.o"], cwd=d, check=True)
+    return d
+
+
+def tree(tmp_path: Path, fixtures: Path, names: dict[str, str]) -> Path:
+    root = tmp_path / "tree"
+    for dest, name in names.items():
+        (root / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(fixtures / name, root / dest)
+    return root
+
+
+def by_path(report):
+    return {a["path"]: a for a in report.artifacts}
+
+
+def test_good_aarch64_tree_passes_and_runs_tests(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"lib.o": "lib-aarch64.o", "libx.a": "libx.a", "libx.so": "libx.so",
+                                     "tests/test_ok": "test_ok"})
+    report = verify(root, AARCH64)
+    assert report.ok, report.reasons
+    arts = by_path(report)
+    assert arts["libx.so"]["kind"] == "shared_library"
+    assert arts["libx.a"]["members"] == 1 and arts["libx.a(lib-aarch64.o)"]["machine"] == "EM_AARCH64"
+    assert arts["tests/test_ok"]["linkage"] == "static"
+    [run] = report.smoke_runs
+    assert run.path == "tests/test_ok" and run.passed and run.exit_code == 0 and "qemu-aarch64" in run.command[0]
+
+
+def test_failing_test_program_fails_verification(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"test_fails": "test_fails"})
+    report = verify(root, AARCH64)
+    assert not report.ok
+    assert report.smoke_runs[0].exit_code == 3
+    assert any("smoke run test_fails failed" in r for r in report.reasons)
+
+
+def test_failures_the_test_environment_explains_do_not_block_but_crashes_and_hangs_do(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"t/test_data": "test_data", "t/test_slow": "test_slow", "t/test_ok": "test_ok"})
+    report = verify(root, AARCH64, smoke_timeout_s=3)
+    assert report.ok, report.reasons
+    runs = {Path(r.path).name: r for r in report.smoke_runs}
+    assert runs["test_data"].triage == "environment"
+    assert "Unable to locate known reference file" in runs["test_data"].why
+    assert runs["test_slow"].triage == "environment" and "round 1 of 1000000" in runs["test_slow"].why
+    assert runs["test_data"].outcome().startswith("ran, not counted (exit 1): its test data is not where it looks")
+
+    bad = tree(tmp_path / "bad", fixtures, {"t/test_crash": "test_crash", "t/test_hang": "test_hang",
+                                            "t/test_ok": "test_ok"})
+    report = verify(bad, AARCH64, smoke_timeout_s=3)
+    assert not report.ok
+    runs = {Path(r.path).name: r for r in report.smoke_runs}
+    assert runs["test_crash"].triage == "crashed" and runs["test_crash"].failed
+    assert runs["test_hang"].triage == "failed" and "without printing anything" in runs["test_hang"].why
+    assert {r.split(" failed under qemu")[0] for r in report.reasons} == {"smoke run t/test_crash",
+                                                                        "smoke run t/test_hang"}
+
+
+def test_host_object_left_in_tree_is_named(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"good/lib.o": "lib-aarch64.o", "stale/lib.o": "lib-host.o",
+                                     "tools/hostprog": "hostprog"})
+    report = verify(root, AARCH64, run_tests=False)
+    assert not report.ok
+    assert any(r.startswith("stale/lib.o: machine EM_X86_64, expected EM_AARCH64") for r in report.reasons)
+    assert any(r.startswith("tools/hostprog:") for r in report.reasons)
+    allowed = verify(root, AARCH64, run_tests=False, allow_host=["tools/*", "stale/*"])
+    assert allowed.allowed_host == ["stale/lib.o", "tools/hostprog"] or sorted(allowed.allowed_host) == \
+        ["stale/lib.o", "tools/hostprog"]
+
+
+def test_archive_members_checked_each(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"libmixed.a": "libmixed.a", "libthin.a": "libthin.a",
+                                     "lib-aarch64.o": "lib-aarch64.o"})
+    report = verify(root, AARCH64, run_tests=False)
+    arts = by_path(report)
+    assert arts["libmixed.a"]["machine"].startswith("mixed:")
+    assert not arts["libmixed.a(lib-host.o)"]["ok"]
+    assert arts["libthin.a"]["format"] == "thin-ar" and arts["libthin.a(lib-aarch64.o)"]["ok"]
+
+
+def test_header_only_project_that_compiled_nothing_fails(tmp_path):
+    root = tmp_path / "tree"
+    (root / "include").mkdir(parents=True)
+    (root / "include" / "lib.hpp").write_text("#pragma once\ninline int f(){return 1;}\n")
+    (root / "CMakeFiles" / "3.25.1" / "CompilerIdC").mkdir(parents=True)
+    report = verify(root, AARCH64)
+    assert not report.ok
+    assert report.reasons[0].startswith("no binaries")
+
+
+def test_configure_probes_are_excluded_not_counted(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"CMakeFiles/3.25.1/CompilerIdC/a.out": "hostprog",
+                                     "CMakeFiles/CMakeScratch/TryCompile-x/cmTC": "hostprog",
+                                     "meson-private/sanitycheckc.exe": "hostprog", "libx.a": "libx.a"})
+    report = verify(root, AARCH64, run_tests=False)
+    assert report.ok, report.reasons
+    assert report.probes_excluded == 3
+    assert [a["path"] for a in report.artifacts if "(" not in a["path"]] == ["libx.a"]
+    # not counted, but never hidden: host binaries in probe folders are listed in the report
+    assert len(report.probe_mismatches) == 3 and all("EM_X86_64" in m for m in report.probe_mismatches)
+
+
+@pytest.mark.parametrize("hidden_as", ["conftest", "a.out", "sub/CompilerIdC/a.out", "CMakeFiles/a.out",
+                                       "x/CMakeFiles/3.25.1/CMakeDetermineCompilerABI_C.bin/prog"])
+def test_a_program_named_like_a_probe_outside_probe_folders_is_checked(tmp_path, fixtures, hidden_as):
+    root = tree(tmp_path, fixtures, {"libx.a": "libx.a", hidden_as: "hostprog"})
+    report = verify(root, AARCH64, run_tests=False)
+    assert not report.ok
+    assert any(r.startswith(hidden_as) and "EM_X86_64" in r for r in report.reasons), report.reasons
+
+
+def _elf_header_only(machine: int = 183) -> bytes:
+    """A 64-byte ELF64 header for an aarch64 executable (ET_DYN, PIE) with no segments and no code at all."""
+    import struct
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    return ident + struct.pack("<HHIQQQIHHHHHH", 3, machine, 1, 0x1000, 0, 0, 0, 64, 56, 0, 64, 0, 0)
+
+
+def test_an_elf_header_with_no_code_is_not_a_product(tmp_path, fixtures):
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "libevil.so").write_bytes(_elf_header_only())
+    (root / "evil_test").write_bytes(_elf_header_only())
+    shutil.copy(fixtures / "hostprog", root / "conftest")  # the real program, hidden under a probe's name
+    report = verify(root, AARCH64, run_tests=True)
+    assert not report.ok
+    text = "\n".join(report.reasons)
+    assert "libevil.so" in text and "no code" in text
+    assert "conftest" in text and "EM_X86_64" in text
+    assert not report.smoke_runs  # nothing unsound is run
+
+
+def test_a_truncated_program_is_not_sound(tmp_path, fixtures):
+    root = tmp_path / "tree"
+    root.mkdir()
+    data = (fixtures / "test_ok").read_bytes()
+    (root / "test_cut").write_bytes(data[: len(data) // 3])
+    report = verify(root, AARCH64, run_tests=False)
+    assert not report.ok and any(r.startswith("test_cut:") for r in report.reasons), report.reasons
+
+
+def _thin_archive(member: str) -> bytes:
+    """A GNU thin archive naming one member by path (what `ar rcsT` writes, with a chosen name)."""
+    def header(name: str, size: int) -> bytes:
+        return f"{name:<16}{0:<12}{0:<6}{0:<6}{644:<8}{size:<10}`\n".encode()
+    names = member.encode() + b"/\n"
+    pad = b"\n" if len(names) % 2 else b""
+    return b"!<thin>\n" + header("//", len(names)) + names + pad + header("/0", 1024)
+
+
+@pytest.mark.parametrize("member", ["fifo.o", "/dev/zero", "../../../../../../dev/zero", "zero.o"])
+def test_thin_archive_members_cannot_hang_or_flood_the_verifier(tmp_path, fixtures, member):
+    import os
+    import time
+    root = tmp_path / "tree"
+    root.mkdir()
+    shutil.copy(fixtures / "libx.a", root / "libx.a")
+    os.mkfifo(root / "fifo.o")
+    (root / "zero.o").symlink_to("/dev/zero")
+    (root / "libevil.a").write_bytes(_thin_archive(member))
+    start = time.monotonic()
+    report = verify(root, AARCH64, run_tests=False)
+    assert time.monotonic() - start < 30
+    assert not report.ok
+    assert any("libevil.a" in r and "cannot be checked" in r for r in report.reasons), report.reasons
+
+
+def test_renamed_text_file_is_not_a_library(tmp_path):
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "libfake.so").write_text("this is not a library\n")
+    (root / "libfake.a").write_text("neither is this\n")
+    report = verify(root, AARCH64, run_tests=False)
+    assert not report.ok
+    assert "libfake.so: named like a binary but is not one" in report.reasons
+    assert scan_tree(root).artifacts == []
+
+
+def test_windows_pe_and_coff(tmp_path, fixtures):
+    win = parse_target("x86_64-windows-gnu")
+    root = tree(tmp_path, fixtures, {"prog.exe": "prog.exe", "lib.o": "lib-win.o", "test_x.exe": "prog.exe"})
+    report = verify(root, win)
+    assert report.ok, report.reasons
+    arts = by_path(report)
+    assert arts["prog.exe"]["format"] == "pe" and arts["prog.exe"]["subsystem"] == "windows_cui"
+    assert arts["lib.o"]["format"] == "coff" and arts["lib.o"]["machine"] == "IMAGE_FILE_MACHINE_AMD64"
+    assert report.smoke_runs[0].skipped.startswith("Windows executables are scanned only")
+    linux_report = verify(root, AARCH64, run_tests=False)
+    assert any("PE file, expected ELF" in r for r in linux_report.reasons)
+
+
+def test_macho_recognised_and_rejected_for_linux(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"lib.o": "lib-macos.o"})
+    report = verify(root, AARCH64, run_tests=False)
+    a = by_path(report)["lib.o"]
+    assert a["format"] == "macho" and a["machine"] == "arm64" and a["kind"] == "object"
+    assert not report.ok
+
+
+def test_wrong_arch_and_float_abi(tmp_path, fixtures):
+    root = tree(tmp_path, fixtures, {"lib.o": "lib-riscv.o"})
+    assert any("EM_RISCV" in r for r in verify(root, AARCH64, run_tests=False).reasons)
+    arm = parse_target("arm-linux-musleabihf")
+    root2 = tree(tmp_path / "b", fixtures, {"lib.o": "lib-armhf.o", "armprog": "armprog"})
+    report = verify(root2, arm, run_tests=False)
+    assert report.ok, report.reasons
+    assert by_path(report)["armprog"]["float_abi"] == "hard"
+    from crossbuild.proof.artifacts import check_artifact
+    from crossbuild.proof.binary_formats import Artifact
+    soft = Artifact(path="x", format="elf", kind="executable", machine="EM_ARM", bits=32, endian="little",
+                    os_abi="ELFOSABI_SYSV", float_abi="soft")
+    assert check_artifact(soft, arm) == ["soft-float ABI, expected hard-float"]
+
+
+def test_glibc_version_ceiling():
+    from crossbuild.proof.artifacts import check_artifact
+    from crossbuild.proof.binary_formats import Artifact
+    a = Artifact(path="x", format="elf", kind="executable", machine="EM_AARCH64", bits=64, endian="little",
+                 os_abi="ELFOSABI_SYSV", linkage="dynamic", interpreter="/lib/ld-linux-aarch64.so.1",
+                 libc="glibc", max_glibc="2.34")
+    assert check_artifact(a, parse_target("aarch64-linux-gnu.2.28")) == \
+        ["needs GLIBC_2.34, newer than the target's glibc 2.28"]
+    assert check_artifact(a, parse_target("aarch64-linux-gnu.2.36")) == []
+    assert "links glibc" in check_artifact(a, AARCH64)[0]
+
+
+def test_testlike_names():
+    assert all(is_testlike(p) for p in ["test_calc", "tests/foo", "zlib_test", "example", "minigzip_test.exe"])
+    assert not any(is_testlike(p) for p in ["calc", "libz.so", "contest_runner"])
+
+
+def test_object_header_fast_path_agrees_with_pyelftools(fixtures):
+    from elftools.elf.elffile import ELFFile
+
+    from crossbuild.proof.binary_formats import _arm_float_abi, describe_elf
+    for name in ("lib-aarch64.o", "lib-riscv.o", "lib-armhf.o", "lib-host.o"):
+        with open(fixtures / name, "rb") as f:
+            fast = describe_elf(f, name)
+            f.seek(0)
+            h = ELFFile(f).header
+            expect_float = _arm_float_abi(h["e_flags"], True) if h["e_machine"] == "EM_ARM" else None
+            assert (fast.kind, fast.machine, fast.bits, fast.os_abi, fast.float_abi) == \
+                ("object", h["e_machine"], 32 if h["e_ident"]["EI_CLASS"] == "ELFCLASS32" else 64,
+                 h["e_ident"]["EI_OSABI"], expect_float), name
+    assert describe_elf(open(fixtures / "lib-armhf.o", "rb"), "x").float_abi == "hard"
+
+
+def test_a_test_program_that_prints_its_usage_ran_but_a_crash_did_not():
+    from crossbuild.proof.triage import triage
+
+    assert triage(1, None, ["Usage: ./test_util_file <testdir>", "  <testdir> is the location of input files"],
+                  60).kind == "usage"
+    assert triage(1, None, ["test_util_file: FAILED 3 of 10"], 60).kind == "failed"
+    assert triage(0, None, ["Usage: x"], 60).kind != "usage"
+    assert triage(139, None, ["Usage: x", "Segmentation fault"], 60).kind == "crashed"
+    assert triage(1, None, ["usage: x", "qemu: uncaught target signal 11 (Segmentation fault)"], 60).kind == "crashed"
