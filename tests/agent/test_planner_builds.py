@@ -91,3 +91,104 @@ def test_a_makefile_whose_default_goal_runs_target_programs_is_built_without_its
     assert "built make goals libdemo.a demo instead of `all`" in out["message"]
     kinds = {a["path"]: a["kind"] for a in out["verify"]["artifacts"]}
     assert kinds["demo"] == "executable" and kinds["libdemo.a"] == "static_library"
+
+
+FEATURE_PROJECT = """\
+cmake_minimum_required(VERSION 3.16)
+project(feat C)
+option(FEAT_WITH_FROBNICATE "Frobnicate the output with libfrobnicate" ON)
+if(FEAT_WITH_FROBNICATE)
+  find_package(Frobnicate REQUIRED)
+endif()
+add_executable(feat main.c)
+install(TARGETS feat)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keep", [False, True])
+def test_an_optional_feature_whose_dependency_cannot_be_had_is_turned_off_and_said(tmp_path, keep):
+    project = tmp_path / "feat"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(FEATURE_PROJECT)
+    (project / "main.c").write_text("int main(void){return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", *(["--keep-features"] if keep else []))
+    if keep:
+        assert r.returncode != 0 and out["status"] == "failed"
+        assert "Frobnicate cannot be cross-built, and --keep-features forbids" in out["message"]
+        return
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified"
+    assert "built without Frobnicate: FEAT_WITH_FROBNICATE=OFF" in out["message"]
+    shown = cb("runs", "show", out["run_id"], "--db", str(tmp_path / "runs.db"))
+    assert "built without Frobnicate" in shown.stdout
+
+
+@pytest.mark.slow
+def test_a_project_one_folder_down_is_built_from_its_own_root_not_from_its_tests(tmp_path):
+    # like a Debian source package whose top level holds only debian/ and docs: the project lives in a subfolder,
+    # next to a test folder that has a CMakeLists.txt of its own
+    project = tmp_path / "pkg"
+    (project / "debian").mkdir(parents=True)
+    (project / "debian" / "rules").write_text("#!/usr/bin/make -f\n%:\n\tdh $@ --sourcedirectory=lib\n")
+    (project / "README").write_text("a library\n")
+    (project / "tests").mkdir()
+    (project / "tests" / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(t C)\n"
+                                                      "message(FATAL_ERROR \"not the project\")\n")
+    (project / "lib").mkdir()
+    (project / "lib" / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(answer C)\n"
+                                                    "add_library(answer STATIC answer.c)\n"
+                                                    "install(TARGETS answer)\n")
+    (project / "lib" / "answer.c").write_text("int answer(void){return 42;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["rebuild"]["ok"]
+    assert {a["path"] for a in out["verify"]["artifacts"] if a["kind"] == "static_library"} == {"libanswer.a"}
+
+
+CONFIGURE = r"""#!/bin/sh
+# a hand-written configure with autoconf's --help layout: its switches are read from this text, never run on the host
+EXAMPLES=yes
+PREFIX=/usr/local
+for a in "$@"; do
+  case "$a" in
+    --help) cat <<'HELP'
+Optional Features:
+  --disable-examples      do not build the example programs
+HELP
+      exit 0;;
+    --disable-examples) EXAMPLES=no;;
+    --prefix=*) PREFIX="${a#--prefix=}";;
+  esac
+done
+{ echo "PREFIX=$PREFIX"; echo "EXAMPLES=$EXAMPLES"; cat Makefile.in; } > Makefile
+"""
+MAKEFILE_IN = """\
+SUBDIRS = lib
+ifeq ($(EXAMPLES),yes)
+SUBDIRS += examples
+endif
+all:
+\tfor d in $(SUBDIRS); do $(MAKE) -C $$d || exit 1; done
+install: all
+\tmkdir -p $(DESTDIR)$(PREFIX)/lib && cp lib/libanswer.a $(DESTDIR)$(PREFIX)/lib/
+"""
+
+
+@pytest.mark.slow
+def test_examples_that_do_not_build_are_switched_off_with_the_configure_switch_the_script_offers(tmp_path):
+    project = tmp_path / "answer"
+    (project / "lib").mkdir(parents=True)
+    (project / "examples").mkdir()
+    (project / "configure").write_text(CONFIGURE)
+    (project / "configure").chmod(0o755)
+    (project / "Makefile.in").write_text(MAKEFILE_IN)
+    (project / "lib" / "Makefile").write_text("libanswer.a: answer.o\n\t$(AR) rcs libanswer.a answer.o\n")
+    (project / "lib" / "answer.c").write_text("int answer(void){return 42;}\n")
+    (project / "examples" / "Makefile").write_text("example: example.c\n\t$(CC) -o example example.c\n")
+    (project / "examples" / "example.c").write_text("#include <frobnicate.h>\nint main(void){return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified"
+    assert "--disable-examples" in out["message"]
+    assert {a["path"] for a in out["verify"]["artifacts"] if a["kind"] == "static_library"} == {"lib/libanswer.a"}

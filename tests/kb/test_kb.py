@@ -94,3 +94,17 @@ def test_only_the_user_vouches_for_local_dependency_sources(tmp_path):
 def test_unknown_dependency_names_close_ones():
     with pytest.raises(deps.UnknownDependencyError, match="close: zlib"):
         deps.resolve("zlibb")
+
+
+def test_the_dependency_named_is_the_one_the_error_is_about_not_an_optional_one_reported_before():
+    # libzip's configure (Debian 12): Nettle is optional and only reported; ZLIB is required and the error
+    log = ("-- Could NOT find Nettle (missing: Nettle_LIBRARY Nettle_INCLUDE_DIR) (Required is at least version "
+           "\"3.0\")\n-- Performing Test HAVE_NULLABLE - Success\n"
+           "CMake Error at /usr/share/cmake-3.25/Modules/FindPackageHandleStandardArgs.cmake:230 (message):\n"
+           "  Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR) (Required is\n  at least version "
+           "\"1.1.2\")\n-- Configuring incomplete, errors occurred!\n")
+    [match] = [m for m in KB.search(log) if m.entry.id == "cmake-package-not-found"]
+    assert [a.name for a in match.actions()] == ["ZLIB"]
+    only_status = "-- Could NOT find Nettle (missing: Nettle_LIBRARY Nettle_INCLUDE_DIR)\n"
+    [match] = [m for m in KB.search(only_status) if m.entry.id == "cmake-package-not-found"]
+    assert [a.name for a in match.actions()] == ["Nettle"]

@@ -13,6 +13,10 @@ LIBARCHIVE = ["Unable to locate known reference file test_compat_gtar_1.tar.uu",
 @pytest.mark.parametrize("lines, why", [
     (LIBARCHIVE, "its test data is not where it looks: Unable to locate known reference file"),
     (["connect: Network is unreachable"], "the sandbox has no network"),
+    # mbedtls' udp_proxy
+    (["  . Connect to server on UDP/localhost/4433 ... failed", "  ! mbedtls_net_connect returned -82",
+      "Last error was: -0x0052 - NET - Failed to get an IP address for the given hostname"],
+     "the sandbox has no network"),
     (["qemu: Unsupported syscall: 434"], "qemu-user does not emulate it"),
     (["tcgetattr: Inappropriate ioctl for device"], "it needs a terminal"),
 ])
@@ -40,6 +44,12 @@ def test_a_failure_without_evidence_blocks(exit_code, lines):
 def test_load_failures_and_crashes_block_whatever_else_is_printed(exit_code, lines):
     t = triage(exit_code, None, lines, 60)
     assert t.kind == "crashed" and t.blocks
+
+
+def test_usage_printed_in_the_words_real_programs_use():
+    zeroize = ["This program takes exactly 1 argument", "Zeroize is a simple program to assist with testing",
+               "prints the first 1024 characters. Usage:", "", "       zeroize <FILE>"]  # mbedtls
+    assert triage(1, None, zeroize, 60).kind == "usage"
 
 
 def test_a_timeout_counts_only_as_slow_emulation_when_the_program_was_working():

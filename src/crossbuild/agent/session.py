@@ -34,6 +34,7 @@ class BuildRequest:
     sandbox_backend: str = "auto"
     prefix: Path | None = None
     dep_sources: dict[str, str] = field(default_factory=dict)  # name -> local source the user vouches for
+    keep_features: bool = False  # never drop an optional feature whose dependency cannot be had
 
 
 def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.Event | None = None,
@@ -50,12 +51,13 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
     try:
         builder = DependencyBuilder(trace=trace, on_event=on_event, user_sources=req.dep_sources)
         ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
-                                kb=kb.load(), jobs=req.jobs, cancel=cancel, dependency_builder=builder)
+                                kb=kb.load(), jobs=req.jobs, cancel=cancel, dependency_builder=builder,
+                                keep_features=req.keep_features)
         if isinstance(model, ScriptedModel):
             model.rebase(ctx.root)
         config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
                   "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": list(ws.left_out),
-                  "dep_sources": req.dep_sources}
+                  "dep_sources": req.dep_sources, "keep_features": req.keep_features}
         agent = Agent(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
                       config=config, run_id=run_id or new_run_id())
         outcome = agent.run()

@@ -106,6 +106,8 @@ def build_command(
     dep_source: list[str] = typer.Option([], "--dep-source", help="NAME=PATH: build dependency NAME from this "
                                          "local folder or tarball (repeatable). Only you can name such paths; the "
                                          "agent and builds can only ask for names."),
+    keep_features: bool = typer.Option(False, "--keep-features", help="A dependency that cannot be cross-built ends "
+                                       "the build, instead of the optional feature that needs it being turned off."),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON (no live progress)."),
 ) -> None:
     """Cross-build SOURCE with an agent until the verifier accepts it. Exit 0 only when verified."""
@@ -113,6 +115,7 @@ def build_command(
     req = BuildRequest(source=source, target=t, budgets=Budgets(max_steps=max_steps), db=db,
                        workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None, jobs=jobs,
                        keep=keep, sandbox_backend=sandbox_backend, dep_sources=_dep_sources(dep_source),
+                       keep_features=keep_features,
                        model=ModelConfig(spec=model, base_url=base_url, strict=strict, tool_choice=tool_choice,
                                          parallel_tool_calls=parallel, temperature=temperature, seed=seed))
     progress = LiveProgress(quiet=as_json)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crossbuild.env.toolchain import Toolchain
+from crossbuild.foundation import safefs
 
 BUILD_SYSTEMS = ("cmake", "meson", "autotools", "configure", "make")
 
@@ -57,6 +58,53 @@ _MARKERS = {"cmake": ("CMakeLists.txt",), "meson": ("meson.build",), "autotools"
 def present(system: str, source: Path) -> bool:
     """Whether SOURCE has the files SYSTEM needs."""
     return any((source / m).exists() for m in _MARKERS.get(system, ()))
+
+
+# Folders that hold a project's tests, examples or bundled third-party code, never the project itself.
+_NOT_ROOTS = re.compile(r"^(\.|_)|^(tests?|testing|testsuite|examples?|demos?|samples?|docs?|debian|bench(marks?)?|"
+                        r"fuzz(ing|ers?)?|third[_-]?party|vendor|deps|external|extern|contrib|cmake|m4|build-aux|"
+                        r"ci|scripts?|tools?|packaging|win(32|64)?|msvc|vs\d+|android|ios)$", re.IGNORECASE)
+
+
+def find_root(anchor: Path, source: str = "src", *, depth: int = 2) -> str:
+    """The folder under SOURCE (relative to ANCHOR, the workspace) that holds the project's top-level build: SOURCE
+    itself when it has one, else the shallowest folder down to DEPTH levels whose CMakeLists.txt calls project(),
+    or that has meson.build, configure.ac, configure or a Makefile (not tests, examples, docs or bundled code).
+    Read through safefs: the tree is the build's to write."""
+    if detect_or_none(anchor / source):
+        return source
+    level = [source]
+    for _ in range(depth):
+        found, below = [], []
+        for rel in level:
+            for name in sorted(_subfolders(anchor, rel)):
+                if _NOT_ROOTS.search(name):
+                    continue
+                sub = f"{rel}/{name}"
+                (found if _is_root(anchor, sub) else below).append(sub)
+        if found:
+            return found[0]
+        level = below
+    return source
+
+
+def _subfolders(anchor: Path, rel: str) -> list[str]:
+    try:
+        with safefs.open_dir(anchor, rel) as fd, os.scandir(fd) as entries:
+            return [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _is_root(anchor: Path, rel: str) -> bool:
+    system = detect_or_none(anchor / rel)
+    if system != "cmake":
+        return system is not None
+    try:
+        text = safefs.read_text(anchor, f"{rel}/CMakeLists.txt", max_bytes=1 << 20)
+    except OSError:
+        return False
+    return re.search(r"^\s*project\s*\(", text, re.IGNORECASE | re.MULTILINE) is not None
 
 
 def detect_or_none(source: Path) -> str | None:
@@ -162,3 +210,24 @@ def default_goal(makefile: str) -> tuple[str, list[str]] | None:
 def without_test_goals(prerequisites: list[str]) -> list[str]:
     """The prerequisites that are not test goals (which run target programs on the build machine)."""
     return [p for p in prerequisites if not _TEST_GOAL.search(p)]
+
+
+# Switches every configure script has; they say nothing about the project's features.
+_GENERIC_SWITCHES = {"option-checking", "FEATURE", "PACKAGE", "silent-rules", "dependency-tracking", "shared",
+                     "static", "fast-install", "libtool-lock", "pic", "gnu-ld", "sysroot", "aix-soname", "largefile",
+                     "maintainer-mode", "rpath", "nls", "threads"}
+
+
+def configure_switches(configure: str) -> dict[str, str]:
+    """The features a configure script can turn off, from its --help text (read, never run): name -> the switch
+    that turns it off (`--disable-examples`, `--without-zlib`)."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"^\s{2}--(disable|enable|without|with)-([A-Za-z0-9][\w-]*)", configure, re.MULTILINE):
+        kind, name = m.groups()
+        if name in _GENERIC_SWITCHES:
+            continue
+        off = {"disable": f"--disable-{name}", "enable": f"--disable-{name}", "without": f"--without-{name}",
+               "with": f"--without-{name}"}[kind]
+        if kind in ("disable", "without") or name not in out:  # "--disable-X" says X is on by default
+            out[name] = off
+    return out

@@ -126,6 +126,18 @@ def error_fingerprint(output: str) -> str | None:
     return None
 
 
+def _error_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The first match outside a configure step's status lines (`-- Could NOT find Nettle` is CMake reporting an
+    optional package; the error is further down), else the first match."""
+    first = None
+    for m in pattern.finditer(text):
+        line = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        if not line.lstrip().startswith("--"):
+            return m
+        first = first or m
+    return first
+
+
 class KnowledgeBase:
     def __init__(self, entries: list[Entry]):
         ids = [e.id for e in entries]
@@ -155,7 +167,7 @@ class KnowledgeBase:
         found: dict[str, Match] = {}
         for e in self.entries.values():
             for p in e.patterns:
-                m = p.search(query) or p.search(norm)
+                m = _error_match(p, query) or _error_match(p, norm)
                 if m:
                     groups = tuple(g or "" for g in m.groups())
                     found[e.id] = Match(e, 100.0 + 100.0 * e.priority + bm25.get(e.id, 0.0), "fingerprint", groups)

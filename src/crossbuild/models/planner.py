@@ -37,6 +37,7 @@ class PlannerState:
     pending_deps: list[str] = field(default_factory=list)
     pending_switch: str | None = None
     pending_disable: list[str] = field(default_factory=list)  # option-name patterns waiting for build_status
+    feature_of: dict[str, str] = field(default_factory=dict)  # disable pattern -> the dependency it replaces
     pending_goals: bool = False  # build make's default goal without its test goals (asks build_status for them)
     make_goals: list[str] = field(default_factory=list)  # explicit goals for the build step's make
     clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
@@ -133,61 +134,78 @@ class Planner:
         return argv
 
     def _observe(self, result: Message) -> None:
+        """Take one tool result into the plan: build_status answers whatever the current phase asked (the recipe,
+        the project's options, make's goals, another build system), finish and build_dependency may change course,
+        and run_command moves through the recipe or applies the attached fixes."""
         s = self.state
-        data = result.data
-        if result.name == "build_status" and s.phase == "switching":
-            if result.is_error or not data.get("recipe"):
-                s.phase = "blocked"
-                s.blocked_reason = f"could not switch build system: {result.text.splitlines()[0][:200]}"
-                return
-            s.system, s.recipe, s.step = data["build_system"], data["recipe"], 0
-            s.output_dir = data.get("output_dir", "build")
-            s.phase = "steps"
-            return
-        if result.name == "build_status" and s.phase == "options":
-            s.phase = "steps"
-            patterns, s.pending_disable = s.pending_disable, []
-            flag = {"cmake": "-D{}=OFF", "meson": "-D{}=false"}.get(s.system or "")
-            hits = [o for o, v in (data.get("options") or {}).items() if v.upper() in ("ON", "TRUE", "1")
-                    and any(re.search(p, o, re.IGNORECASE) for p in patterns)]
-            if flag and hits:
-                s.extra[ARG_KIND[s.system]] += [flag.format(o) for o in hits]
-                s.notes.append(f"disabled {', '.join(hits)}")
-            else:  # the other fixes of this round still run; if none helps, the same failure ends the plan
-                s.notes.append(f"no project option matches {', '.join(patterns)}")
-            return
-        if result.name == "build_status" and s.phase == "goals":
-            s.phase = "steps"
-            goals = data.get("make_goals") or {}
-            chosen = goals.get("without_tests") or []
-            if chosen and chosen != goals.get("prerequisites"):
-                s.make_goals = chosen
-                s.notes.append(f"built make goals {' '.join(chosen)} instead of `{goals['default']}` (its test goals "
-                               "run target programs on the build machine)")
-            else:
-                s.notes.append("make's default goal has no test goals to leave out")
-            return
-        if result.name == "build_status" and s.phase == "start":
-            s.system = data.get("build_system")
-            s.recipe = data.get("recipe") or []
-            s.output_dir = data.get("output_dir", "build")
-            if not s.recipe:
-                s.phase = "blocked"
-                s.blocked_reason = f"no build system found ({s.system})"
-                return
-            s.phase = "steps"
-            return
-        if result.name == "finish" and result.is_error:
-            reasons = data.get("verify", {}).get("reasons") or [result.text[:500]]
+        if result.name == "build_status":
+            handler = {"start": self._on_recipe, "switching": self._on_switched, "options": self._on_options,
+                       "goals": self._on_goals}.get(s.phase)
+            if handler:
+                handler(result.data, result)
+        elif result.name == "finish" and result.is_error:
+            reasons = result.data.get("verify", {}).get("reasons") or [result.text[:500]]
             s.phase = "blocked"
             s.blocked_reason = "the build finished but was not verified: " + "; ".join(reasons[:5])
+        elif result.name in ("build_dependency", "edit_file") and result.is_error:
+            s.notes.append(f"{result.name} failed: {result.text.splitlines()[0][:200]}")
+            if result.name == "build_dependency" and result.data.get("name"):
+                self._without_dependency(result.data["name"], keep=bool(result.data.get("keep_features")))
+        elif result.name == "run_command" and s.phase == "steps":
+            self._on_command(result)
+
+    def _on_recipe(self, data: dict[str, Any], result: Message) -> None:
+        s = self.state
+        s.system = data.get("build_system")
+        s.recipe = data.get("recipe") or []
+        s.output_dir = data.get("output_dir", "build")
+        if not s.recipe:
+            s.phase = "blocked"
+            s.blocked_reason = f"no build system found ({s.system})"
             return
-        if result.name in ("build_dependency", "edit_file"):
-            if result.is_error:
-                s.notes.append(f"{result.name} failed: {result.text.splitlines()[0][:200]}")
+        s.phase = "steps"
+
+    def _on_switched(self, data: dict[str, Any], result: Message) -> None:
+        s = self.state
+        if result.is_error or not data.get("recipe"):
+            s.phase = "blocked"
+            s.blocked_reason = f"could not switch build system: {result.text.splitlines()[0][:200]}"
             return
-        if result.name != "run_command" or s.phase != "steps":
-            return
+        s.system, s.recipe, s.step = data["build_system"], data["recipe"], 0
+        s.output_dir = data.get("output_dir", "build")
+        s.phase = "steps"
+
+    def _on_options(self, data: dict[str, Any], result: Message) -> None:
+        s = self.state
+        s.phase = "steps"
+        patterns, s.pending_disable = s.pending_disable, []
+        switches = _off_switches(s.system or "", data)
+        for pattern in patterns:
+            hits = [o for o in switches if re.search(pattern, o.upper().replace("-", "_"), re.IGNORECASE)]
+            feature = s.feature_of.get(pattern)
+            if hits:
+                s.extra[ARG_KIND[s.system]] += [switches[o] for o in hits]
+                shown = ", ".join(switches[o].removeprefix("-D") for o in hits)
+                s.notes.append(f"built without {feature}: {shown}" if feature else f"disabled {shown}")
+            else:  # the other fixes of this round still run; if none helps, the same failure ends the plan
+                s.notes.append(f"no project option turns off {feature}" if feature
+                               else f"no project option matches {pattern}")
+
+    def _on_goals(self, data: dict[str, Any], result: Message) -> None:
+        s = self.state
+        s.phase = "steps"
+        goals = data.get("make_goals") or {}
+        chosen = goals.get("without_tests") or []
+        if chosen and chosen != goals.get("prerequisites"):
+            s.make_goals = chosen
+            s.notes.append(f"built make goals {' '.join(chosen)} instead of `{goals['default']}` (its test goals "
+                           "run target programs on the build machine)")
+        else:
+            s.notes.append("make's default goal has no test goals to leave out")
+
+    def _on_command(self, result: Message) -> None:
+        s = self.state
+        data = result.data
         if s.cleaning:
             s.cleaning = False
             if result.is_error:
@@ -215,8 +233,22 @@ class Planner:
         first = result.text.splitlines()[0][:200]
         attached = ", ".join(k["id"] for k in data.get("kb") or []) or "none"
         s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); knowledge-base entries attached: "
-                                f"{attached}; no fix left that the planner can apply."
-                                + (f" Full log: {data['log']}" if data.get("log") else ""))
+                            f"{attached}; no fix left that the planner can apply."
+                            + (f" Full log: {data['log']}" if data.get("log") else ""))
+
+    def _without_dependency(self, name: str, *, keep: bool) -> None:
+        """A dependency that cannot be had: turn off the project's option for the feature that needs it (found in
+        the options build_status reads), unless the user asked to keep every feature."""
+        s = self.state
+        if keep:
+            s.phase = "blocked"
+            s.blocked_reason = (f"the dependency {name} cannot be cross-built, and --keep-features forbids building "
+                                "without the feature that needs it")
+            return
+        pattern = feature_option_pattern(name)
+        if pattern and pattern not in s.feature_of:
+            s.feature_of[pattern] = name
+            s.pending_disable.append(pattern)
 
     def _apply_fixes(self, kb_entries: list[dict[str, Any]]) -> bool:
         s = self.state
@@ -237,7 +269,7 @@ class Planner:
                     s.env.update(dict(a.split("=", 1) for a in action.get("args", []) if "=" in a))
                 elif kind == "clean" and s.system in ("cmake", "meson"):
                     pass  # every restart after a fix starts from a removed build folder
-                elif kind == "disable_option" and s.system in ("cmake", "meson"):
+                elif kind == "disable_option" and s.system in ("cmake", "meson", "autotools", "configure"):
                     s.pending_disable.append(action["pattern"])
                 elif kind == "skip_test_goals" and s.system in ("make", "configure"):
                     s.pending_goals = True
@@ -254,6 +286,30 @@ class Planner:
                 s.notes.append(f"applied {entry['id']}: {_describe(action)}")
                 applied_any = True
         return applied_any
+
+
+def _off_switches(system: str, status: dict[str, Any]) -> dict[str, str]:
+    """The project's features that are on, each with the argument that turns it off, from build_status."""
+    if system in ("cmake", "meson"):
+        off = "-D{}=OFF" if system == "cmake" else "-D{}=false"
+        return {o: off.format(o) for o, v in (status.get("options") or {}).items() if v.upper() in ("ON", "TRUE", "1")}
+    if system in ("autotools", "configure"):
+        return dict(status.get("configure_options") or {})
+    return {}
+
+
+def feature_option_pattern(dependency: str) -> str | None:
+    """Option names that switch off the feature needing DEPENDENCY, in the conventions projects use: LibLZMA ->
+    LIBXML2_WITH_LZMA, ENABLE_LZMA, USE_LIBLZMA...; OpenSSL -> USE_OPENSSL; zstd.h -> WITH_ZSTD."""
+    base = re.sub(r"\.(h|hpp|pc)$", "", dependency.rsplit("/", 1)[-1].removeprefix("debian:"))
+    words = {w for w in {base, re.sub(r"^lib", "", base, flags=re.IGNORECASE)} if len(w) >= 2}
+    words |= {w.rstrip("0123456789") for w in words if len(w.rstrip("0123456789")) >= 2}
+    if not words:
+        return None
+    alternatives = "|".join(sorted((re.escape(w.upper().replace("-", "_")) for w in words), key=len, reverse=True))
+    switch = "WITH|ENABLE|USE|HAVE|BUILD|SUPPORT"  # after a project prefix the switch word is required:
+    # LIBXML2_WITH_LZMA, but never USE_BUNDLED_ZLIB (turning that off is the opposite of dropping zlib)
+    return rf"(^({switch})?_?|_({switch})_)(LIB)?({alternatives})(_SUPPORT|_BACKEND)?$"
 
 
 def _describe(action: dict[str, Any]) -> str:

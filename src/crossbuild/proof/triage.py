@@ -18,7 +18,7 @@ _CRASH = re.compile(r"qemu: uncaught target signal|Segmentation fault|Illegal in
                     r"Error relocating|Error loading shared library|error while loading shared libraries|"
                     r"cannot open shared object file|symbol not found|Could not open '|Exec format error|"
                     r"core dumped|Aborted|stack smashing detected")
-_USAGE = re.compile(r"^\s*(usage|Usage|USAGE)\b|\busage: ")
+_USAGE = re.compile(r"^\s*(usage|Usage|USAGE)\b|\b(usage|Usage|USAGE):|takes (exactly )?(\d+|one|two) arguments?")
 _ENVIRONMENT = [
     ("its test data is not where it looks", re.compile(
         r"Unable to locate (known )?reference file|[Cc]an(no|')t (open|find|locate|read) (the )?(test|data|reference|"
@@ -26,7 +26,8 @@ _ENVIRONMENT = [
         r"exist)|No such file or directory")),
     ("the sandbox has no network", re.compile(
         r"Network is unreachable|Connection refused|Temporary failure in name resolution|Name or service not known|"
-        r"Address family not supported|Cannot assign requested address|No address associated with hostname")),
+        r"Address family not supported|Cannot assign requested address|No address associated with hostname|"
+        r"Failed to get an IP address|[Cc]ould not resolve|getaddrinfo|[Cc]onnect(ing)? to \S+ .*failed")),
     ("qemu-user does not emulate it", re.compile(
         r"[Uu]nsupported syscall|Function not implemented|\bENOSYS\b|\bptrace\b|PTRACE_")),
     ("it needs a terminal", re.compile(r"Inappropriate ioctl for device|not a tty|\bisatty\b|/dev/tty")),

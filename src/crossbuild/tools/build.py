@@ -34,12 +34,13 @@ class BuildStatusArgs(ToolArgs):
 
 
 def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult:
-    src = ctx.root / "src"
+    source = recipes.find_root(ctx.root)  # src/, or the folder below it that holds the project's build
+    src = ctx.root / source
     if args.system is not None and args.system not in recipes.BUILD_SYSTEMS:
         raise BadArguments(f"unknown build system {args.system!r}.",
                            hint=f"choose one of {', '.join(recipes.BUILD_SYSTEMS)}")
     if args.system and not recipes.present(args.system, src):
-        raise BadArguments(f"src/ has no {args.system} build files.",
+        raise BadArguments(f"{source}/ has no {args.system} build files.",
                            hint=f"the project's build system is {recipes.detect_or_none(src) or 'unknown'}")
     try:
         system = args.system or recipes.detect(src)
@@ -55,7 +56,8 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
                 state.append(f"{what} ({paths.display(ctx, where / marker)})")
     lines = [
         f"target: {ctx.target.name} (zig {ctx.target.zig_target}; qemu: {ctx.target.qemu or 'none'})",
-        f"build system in src/: {system}",
+        f"build system in {source}/: {system}" + ("" if source == "src" else
+                                                   "  (src/ itself has no build system; this is the project's root)"),
         f"state: {'; '.join(state) or 'not configured yet'}",
         "toolchain (already in every command's environment; pass these arguments when configuring):",
         f"  cmake -S src -B build {shlex.join(tc.cmake_args())}",
@@ -80,28 +82,42 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
     recipe = []
     if system in recipes.BUILD_SYSTEMS:
         recipe = [{"argv": list(s.argv), "cwd": s.cwd, "phase": s.phase, "env": dict(s.env)}
-                  for s in recipes.steps_for(system, tc, jobs=ctx.jobs, install_prefix=ctx.install_prefix,
-                                             destdir=ctx.destdir)]
+                  for s in recipes.steps_for(system, tc, source=source, jobs=ctx.jobs,
+                                             install_prefix=ctx.install_prefix, destdir=ctx.destdir)]
     options = project_options(ctx.root)
     if options:
         lines.append(f"project options (CMake cache): {', '.join(f'{k}={v}' for k, v in options.items())[:1500]}")
-    goals = make_goals(ctx.root) if system in ("make", "configure") else None
+    goals = make_goals(ctx.root, source) if system in ("make", "configure") else None
+    switches = configure_options(ctx.root, source) if system in ("autotools", "configure") else {}
+    if switches:
+        lines.append(f"configure can turn off: {' '.join(sorted(switches.values()))[:1000]}")
     if goals:
         lines.append(f"make's default goal `{goals['default']}` builds: {' '.join(goals['prerequisites'])[:600]}")
     return ToolResult(ok=True, message="\n".join(lines),
-                      data={"options": options, "make_goals": goals, "build_system": system, "state": state,
+                      data={"options": options, "configure_options": switches, "make_goals": goals,
+                            "build_system": system, "state": state,
                             "commands": len(ctx.commands),
                             "artifacts": artifacts, "artifacts_for_target": fitting,
-                            "output_dir": recipes.output_dir(system) if recipe else "build", "recipe": recipe,
+                            "output_dir": recipes.output_dir(system, source=source) if recipe else "build",
+                            "recipe": recipe, "source_dir": source,
                             "cmake_args": tc.cmake_args(), "meson_args": tc.meson_args(),
                             "configure_args": tc.configure_args()})
 
 
-def make_goals(root: Path) -> dict[str, Any] | None:
-    """src/Makefile's default goal, its prerequisites, and those that are not test goals (read, never run)."""
+def configure_options(root: Path, source: str = "src") -> dict[str, str]:
+    """What the project's configure script can turn off (from its --help text; the script is never run here)."""
+    try:  # the project's file: no link followed, bounded
+        return recipes.configure_switches(safefs.read_text(root, f"{source}/configure", max_bytes=16 << 20))
+    except OSError:
+        return {}
+
+
+def make_goals(root: Path, source: str = "src") -> dict[str, Any] | None:
+    """The source folder's Makefile: its default goal, the goal's prerequisites, and those that are not test goals
+    (read, never run)."""
     for name in ("GNUmakefile", "makefile", "Makefile"):
         try:  # the project's (or its configure's) file: no link followed, bounded
-            text = safefs.read_text(root, f"src/{name}", max_bytes=4 << 20)
+            text = safefs.read_text(root, f"{source}/{name}", max_bytes=4 << 20)
         except OSError:
             continue
         found = recipes.default_goal(text)

@@ -21,11 +21,15 @@ def _build_dependency(ctx: RunContext, args: BuildDependencyArgs, _: None) -> To
         raise ToolFailure("dependencies cannot be built in this session.",
                           hint="build the dependency yourself into the prefix, or disable the feature that needs it")
     out = ctx.dependency_builder(ctx, args.name, args.version)
-    data = {"source": out.source, "cached": out.cached, "seconds": round(out.seconds, 3), "files": out.files,
-            "consumer": out.consumer}
+    data = {"name": args.name, "source": out.source, "cached": out.cached, "seconds": round(out.seconds, 3),
+            "files": out.files, "consumer": out.consumer, "keep_features": ctx.keep_features}
     if not out.ok:
-        raise ToolFailure(out.message, hint="disable the optional feature that needs it, or try another name",
-                          **data)
+        raise ToolFailure(out.message, hint=(
+            "the user asked to keep every feature (--keep-features): stop and say so with finish(status='blocked')"
+            if ctx.keep_features else
+            f"turn off the optional feature that needs {args.name} (build_status lists the project's options: look "
+            f"for WITH_/ENABLE_/USE_ options named after it), say so in the finish summary, and configure again"),
+            **data)
     lines = [out.message, *(f"  {k}: {v}" for k, v in out.consumer.items()),
              "Configure the project again (from a clean build folder for CMake)."]
     return ToolResult(ok=True, message="\n".join(lines), data=data)

@@ -248,10 +248,10 @@ def _attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None
     entry and workspace session, for every face alike (agent loop, MCP). A dependency fix names the call."""
     if ctx.kb is None:
         return message, hint
-    chosen = [m for m in ctx.kb.search(text, limit=4) if m.entry.id not in ctx.kb_attached][:KB_PER_RESULT]
+    chosen = [m for m in ctx.kb.search(text, limit=4) if _attach_key(m) not in ctx.kb_attached][:KB_PER_RESULT]
     if not chosen:
         return message, hint
-    ctx.kb_attached += [m.entry.id for m in chosen]
+    ctx.kb_attached += [_attach_key(m) for m in chosen]
     data["kb"] = [{"id": m.entry.id, "title": m.entry.title, "score": m.score, "how": m.how,
                    "actions": [a.model_dump(exclude_none=True) for a in m.actions()]} for m in chosen]
     message += "\n\nKnowledge base (matched automatically; apply the fix):\n" + "\n".join(
@@ -260,6 +260,13 @@ def _attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None
     if names:
         hint = f'call build_dependency(name="{names[0]}") to cross-build it into the prefix, then configure again'
     return message, hint
+
+
+def _attach_key(match) -> str:
+    """An entry is shown once per session for each thing it names: `cmake-package-not-found` for ZLIB after it was
+    shown for Nettle is news; the same entry for the same package again is not."""
+    actions = ",".join(sorted(a.model_dump_json(exclude_none=True) for a in match.actions()))
+    return f"{match.entry.id}|{actions}"
 
 
 def summarize_log(log: Path, *, skip_header: int = 0) -> tuple[str, int]:

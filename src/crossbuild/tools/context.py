@@ -72,7 +72,8 @@ class RunContext:
     # (ctx, name, version) -> outcome: the agent layer's planner-driven dependency builds
     dependency_builder: Callable[[RunContext, str, str | None], Any] | None = None
     depth: int = 0  # 0 for the project, 1 for its dependencies, ...
-    kb_attached: list[str] = field(default_factory=list)  # knowledge entries already shown in this session
+    keep_features: bool = False  # a dependency that cannot be had ends the build instead of its feature being dropped
+    kb_attached: list[str] = field(default_factory=list)  # entry|actions already shown in this session
     _log_seq: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
     _path_locks: defaultdict[str, threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock),
                                                            repr=False)
@@ -84,7 +85,8 @@ class RunContext:
                command_limits: Limits | None = None, jobs: int | None = None,
                cancel: threading.Event | None = None,
                dependency_builder: Callable[[RunContext, str, str | None], Any] | None = None,
-               install_prefix: Path | None = None, destdir: Path | None = None, depth: int = 0) -> RunContext:
+               install_prefix: Path | None = None, destdir: Path | None = None, depth: int = 0,
+               keep_features: bool = False) -> RunContext:
         """Materialise the toolchain under ROOT/.xbuild and pick the sandbox for it: the context is complete here,
         nothing is set on it afterwards."""
         root = Path(root).resolve()
@@ -95,7 +97,7 @@ class RunContext:
         return cls(root=root, target=target, toolchain=tc, sandbox=box, kb=kb,
                    command_limits=command_limits or Limits(), jobs=jobs or os.cpu_count() or 2,
                    cancel=cancel or threading.Event(), dependency_builder=dependency_builder,
-                   install_prefix=install_prefix, destdir=destdir, depth=depth,
+                   install_prefix=install_prefix, destdir=destdir, depth=depth, keep_features=keep_features,
                    commands=_load_history(tc.xbuild / HISTORY))
 
     @property
