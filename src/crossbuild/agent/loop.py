@@ -282,7 +282,7 @@ class Agent:
         # not verified: the model gets the reasons (in place of "finish requested") and may continue
         result.ok = False
         result.error_type = ErrorType.COMMAND_FAILED
-        result.message = "NOT VERIFIED:\n- " + "\n- ".join(report.reasons[:15])
+        result.message = report.summary(out_dir)
         result.hint = "fix these and call finish again, or finish(status='blocked') if you cannot"
         result.data["verify"] = {"ok": False, "reasons": report.reasons[:30]}
         return None

@@ -23,6 +23,7 @@ from typing import Any
 
 from crossbuild import __version__
 from crossbuild.evaluation.corpus import Project, fetch
+from crossbuild.proof.binary_formats import LINKED_KINDS
 from crossbuild.trace import runs
 from crossbuild.trace import store as trace_store
 
@@ -138,8 +139,8 @@ def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path
         finally:
             conn.close()
     report = outcome.get("verify") or {}
-    arts = [a for a in report.get("artifacts", []) if a.get("ok") and a["kind"] in (
-        "executable", "shared_library", "static_library", "import_library") and not a.get("member_of")]
+    arts = [a for a in report.get("artifacts", []) if a.get("ok") and a["kind"] in LINKED_KINDS
+            and not a.get("member_of")]
     names = {Path(a["path"]).name for a in arts}
     install = ws / "install"
     if install.is_dir() and report.get("ok"):

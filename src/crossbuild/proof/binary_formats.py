@@ -21,6 +21,8 @@ PE_MACHINES = {0x8664: "IMAGE_FILE_MACHINE_AMD64", 0x14C: "IMAGE_FILE_MACHINE_I3
 _MACHO_CPU = {7: "x86", 0x01000007: "x86_64", 12: "arm", 0x0100000C: "arm64"}
 _E_MACHINE_NAMES = {v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int)}
 _EI_OSABI_NAMES = {v: k for k, v in ENUM_EI_OSABI.items() if isinstance(v, int)}
+# What a build delivers; objects and archive members are intermediate.
+LINKED_KINDS = frozenset({"executable", "shared_library", "static_library", "import_library"})
 EF_ARM_ABI_FLOAT_HARD = 0x400
 EF_ARM_ABI_FLOAT_SOFT = 0x200
 

@@ -18,7 +18,7 @@ from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, scan_tree
-from crossbuild.proof.binary_formats import Artifact
+from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
 from crossbuild.proof.target_run import loader_lacks, runner_argv
 from crossbuild.proof.triage import triage
 
@@ -79,6 +79,17 @@ class VerifyReport:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def summary(self, shown_root: str, limit: int = 15) -> str:
+        """The verdict as a model or a log reads it: the counts, each smoke run's outcome, the clean rebuild, and
+        the reasons (the CLI renders the same report as tables)."""
+        counts = ", ".join(f"{k}: {v}" for k, v in self.counts.items()) or "no binaries"
+        lines = [f"{'VERIFIED' if self.ok else 'NOT VERIFIED'} for {self.target}: {shown_root} ({counts})"]
+        lines += [f"  smoke run {run.path}: {run.outcome()}" for run in self.smoke_runs[:limit]]
+        if self.rebuild:
+            lines.append(f"  clean rebuild: {'passed' if self.rebuild['ok'] else self.rebuild['error']}")
+        lines += [f"  - {reason}" for reason in self.reasons[:limit]]
+        return "\n".join(lines)
+
 
 def is_testlike(rel: str) -> bool:
     p = Path(rel)
@@ -130,7 +141,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
 
     if not counted:
         report.reasons.append("no binaries for any architecture were found: nothing was built")
-    elif not any(a["ok"] and a["kind"] in ("executable", "shared_library", "static_library", "import_library")
+    elif not any(a["ok"] and a["kind"] in LINKED_KINDS
                  for a in counted):
         report.reasons.append("no linked artifact (executable or library) for the target was found")
     for a, problems in bad[:20]:
@@ -195,7 +206,7 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
         rel_root = root.relative_to(original_ws)
     except ValueError:
         rel_root = Path(".")
-    linked = ("executable", "shared_library", "static_library", "import_library")  # objects are intermediate
+    linked = LINKED_KINDS
     rebuilt = {a.path for a in scan_outputs(fresh_ws / rel_root, fresh).artifacts if a.kind in linked}
     original = {a.path for a in scan_outputs(root, toolchain).artifacts if a.kind in linked}
     missing = sorted(original - rebuilt)

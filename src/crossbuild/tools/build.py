@@ -147,6 +147,8 @@ class VerifyArgs(ToolArgs):
     path: str = Field("build", description="Folder to judge, relative to the workspace (the build folder, or an "
                                            "install folder).")
     run_tests: bool = Field(True, description="Run test-like programs under qemu (smoke runs).")
+    timeout: int = Field(60, ge=1, le=600, description="Seconds each test program may run under qemu (emulation is "
+                                                       "slow: raise it for long test suites).")
     rebuild: bool = Field(False, description="Also replay this session's successful commands on a fresh copy of src/ "
                                              "and require the same artifacts (slow: a second full build).")
 
@@ -158,25 +160,17 @@ def _authorize_verify(ctx: RunContext, args: VerifyArgs) -> Path:
 def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     steps = replay_steps(ctx) if args.rebuild else None
     report = verify(real, ctx.target, toolchain=ctx.toolchain, box=ctx.sandbox, run_tests=args.run_tests,
-                    rebuild_steps=steps or None)
-    counts = ", ".join(f"{k}: {v}" for k, v in report.counts.items()) or "no binaries"
-    lines = [f"{'VERIFIED' if report.ok else 'NOT VERIFIED'} for {ctx.target.name}: {paths.display(ctx, real)} "
-             f"({counts})"]
-    for run in report.smoke_runs[:15]:
-        lines.append(f"  smoke run {run.path}: {run.outcome()}")
-    if report.rebuild:
-        lines.append(f"  clean rebuild: {'passed' if report.rebuild['ok'] else report.rebuild['error']}")
+                    rebuild_steps=steps or None, smoke_timeout_s=args.timeout)
+    text = report.summary(paths.display(ctx, real))
     if args.rebuild and not steps:
-        lines.append("  clean rebuild: not run (no successful build commands in this session to replay)")
-    for reason in report.reasons[:15]:
-        lines.append(f"  - {reason}")
+        text += "\n  clean rebuild: not run (no successful build commands in this session to replay)"
     data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons,
             "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped, "triage": r.triage, "why": r.why}
                            for r in report.smoke_runs],
             "rebuild": report.rebuild}
     if report.ok:
-        return ToolResult(ok=True, message="\n".join(lines), data=data)
-    return ToolResult(ok=False, error_type=ErrorType.COMMAND_FAILED, message="\n".join(lines), data=data,
+        return ToolResult(ok=True, message=text, data=data)
+    return ToolResult(ok=False, error_type=ErrorType.COMMAND_FAILED, message=text, data=data,
                       hint="fix the reasons above; wrong-architecture files usually mean a host compiler was used "
                            "(a hard-coded gcc or a CC_FOR_BUILD helper installed as a product)")
 
