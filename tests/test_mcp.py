@@ -50,7 +50,7 @@ async def _exercise_every_tool(c: Client) -> None:
     r = await c.call_tool("build_status", {})
     assert not r.is_error and "build system in src/: cmake" in _text(r)
     r = await c.call_tool("build_dependency", {"name": "libnosuchthing"})
-    assert r.is_error and "no known source package" in _text(r)
+    assert r.is_error and "no Debian package ships a file that provides" in _text(r)
     r = await c.call_tool("verify", {"path": "src", "run_tests": False})
     assert r.is_error and "NOT VERIFIED" in _text(r)
 

@@ -91,4 +91,4 @@ def test_build_dependency_tool_reuses_the_cache_in_milliseconds(cache, tmp_path)
     again = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "ZLIB"}))
     assert again.ok and again.data["files"] == 0  # already installed: nothing copied
     bad = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "libnosuch"}))
-    assert bad.error_type == "command_failed" and "no known source package" in bad.message
+    assert bad.error_type == "command_failed" and "no Debian package ships a file that provides" in bad.message

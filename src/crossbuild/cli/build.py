@@ -259,6 +259,36 @@ def runs_stats(db: Path = typer.Option(None, "--db"), model: str = typer.Option(
                   f"cost ${s.cost_usd:.4f}")
 
 
+@deps_app.command("resolve")
+def deps_resolve(name: str = typer.Argument(..., help="What a build asks for: ZLIB, libzstd, zlib.h, -lz, PNG::PNG."),
+                 as_json: bool = typer.Option(False, "--json")) -> None:
+    """The Debian source package that provides NAME, and the files that show it."""
+    from crossbuild.env import debian_index
+    from crossbuild.env import dependency_cache as deps
+
+    try:
+        package = deps.resolve(name)
+        answer = package.source
+    except deps.UnknownDependencyError as e:
+        answer, package = None, None
+        why = str(e)
+    try:
+        found = debian_index.resolve(name, progress=lambda m: err.print(m, highlight=False))
+    except debian_index.IndexError_ as e:
+        found = debian_index.Resolution(name, None, [str(e)])
+    if as_json:
+        console.print_json(json.dumps({"name": name, "source": answer, "evidence": found.evidence,
+                                       "candidates": found.candidates}))
+    else:
+        console.print(f"{escape(name)} -> [bold]{answer or 'unknown'}[/]" if answer else
+                      f"{escape(name)} -> [red]unknown[/]: {escape(why)}", highlight=False)
+        for line in found.evidence:
+            console.print(f"  {escape(line)}", highlight=False)
+        if found.candidates:
+            console.print(f"  also: {escape(', '.join(found.candidates))}", highlight=False)
+    raise typer.Exit(0 if answer else 1)
+
+
 @deps_app.command("list")
 def deps_list(as_json: bool = typer.Option(False, "--json")) -> None:
     """Cached dependency builds (reused by every project for the same target)."""

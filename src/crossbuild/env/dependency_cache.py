@@ -80,12 +80,34 @@ def resolve(name: str, user_sources: dict[str, str] | None = None) -> Package:
             "or a model chose. Give what the build asks for (a CMake package, a pkg-config module, a header or "
             "library name) or debian:NAME; a local source can only be vouched for by the user "
             "(crossbuild build --dep-source NAME=PATH).")
+    found_in_index = _from_index(name)
+    if found_in_index is not None:
+        return found_in_index
     import difflib
 
     close = difflib.get_close_matches(_key(name), list(names), n=4)
     raise UnknownDependencyError(
-        f"no known source package provides {name!r}" + (f"; close: {', '.join(close)}" if close else "")
-        + ". Give a Debian source package name instead (debian:NAME).")
+        f"no Debian package ships a file that provides {name!r} (its .pc, CMake config, header or library)"
+        + (f"; close: {', '.join(close)}" if close else "")
+        + ". Give a Debian source package name instead (debian:NAME), or build without the feature that needs it.")
+
+
+# Sources whose files satisfy a name but that are the toolchain or the C library itself, never a dependency to build.
+_NOT_DEPENDENCIES = re.compile(r"^(glibc|musl|gcc-\d+|llvm-toolchain-\d+|linux|binutils|cmake|meson|pkgconf)$")
+
+
+def _from_index(name: str) -> Package | None:
+    """The answer of Debian's package indices (debian_index), or None when they do not know the name."""
+    from crossbuild.env import debian_index
+
+    try:
+        found = debian_index.resolve(name)
+    except debian_index.IndexError_:
+        return None
+    if found.source is None or _NOT_DEPENDENCIES.match(found.source):
+        return None
+    packages, _ = _mapping()
+    return packages.get(found.source, Package(found.source))
 
 
 def deps_root() -> Path:

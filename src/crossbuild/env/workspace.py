@@ -221,6 +221,21 @@ def _apt_update() -> None:
     stamp.touch()
 
 
+def debian_archives() -> list[str]:
+    """The Debian archives this machine's apt uses, as deb-src stanzas (URIs, Suites, Components)."""
+    return _deb_src_entries()
+
+
+def update_source_lists() -> None:
+    """Fetch (at most daily) the Sources indices of crossbuild's private apt configuration."""
+    _apt_update()
+
+
+def source_lists() -> list[Path]:
+    """The Sources index files of crossbuild's private apt configuration (compressed as apt keeps them)."""
+    return sorted((_apt_dir() / "state" / "lists").glob("*_Sources*"))
+
+
 def _from_debian(spec: str, ws: Workspace) -> None:
     name, _, version = spec.partition("=")
     check_name(name)
