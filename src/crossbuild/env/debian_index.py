@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob
 import gzip
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -127,25 +128,35 @@ def _build(path: Path, progress) -> None:
     uri, suite = _archive()
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="index-", dir=path.parent))
-    tmp = scratch / "index.sqlite"
-    db = sqlite3.connect(tmp)
-    db.execute("CREATE TABLE files (path TEXT, binary TEXT)")
-    db.execute("CREATE TABLE binaries (binary TEXT PRIMARY KEY, source TEXT)")
-    for rel in CONTENTS:
-        url = f"{uri.rstrip('/')}/dists/{suite}/{rel}"
-        progress(f"reading {url}")
+    try:
+        _fill(scratch / "index.sqlite", uri, suite, progress)
+        (scratch / "index.sqlite").replace(path)  # whole or not at all; concurrent builders both land whole
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _fill(file: Path, uri: str, suite: str, progress) -> None:
+    db = sqlite3.connect(file)
+    try:
+        db.execute("CREATE TABLE files (path TEXT, binary TEXT)")
+        db.execute("CREATE TABLE binaries (binary TEXT PRIMARY KEY, source TEXT)")
+        for rel in CONTENTS:
+            url = f"{uri.rstrip('/')}/dists/{suite}/{rel}"
+            progress(f"reading {url}")
+            try:
+                with urllib.request.urlopen(url, timeout=300) as r, gzip.open(r, "rt", errors="replace") as lines:
+                    db.executemany("INSERT INTO files VALUES (?, ?)", _contents_rows(lines))
+            except (OSError, EOFError) as e:  # unreachable archive, truncated download
+                raise IndexError_(f"cannot read Debian's Contents index at {url}: {e}") from None
+        progress("reading the Sources index (binary -> source package)")
         try:
-            with urllib.request.urlopen(url, timeout=300) as r, gzip.open(r, "rt", errors="replace") as lines:
-                db.executemany("INSERT INTO files VALUES (?, ?)", _contents_rows(lines))
-        except (OSError, EOFError) as e:  # unreachable archive, truncated download
-            raise IndexError_(f"cannot read Debian's Contents index at {url}: {e}") from None
-    progress("reading the Sources index (binary -> source package)")
-    db.executemany("INSERT OR IGNORE INTO binaries VALUES (?, ?)", _source_rows())
-    db.execute("CREATE INDEX files_path ON files(path)")
-    db.commit()
-    db.close()
-    tmp.replace(path)
-    scratch.rmdir()
+            db.executemany("INSERT OR IGNORE INTO binaries VALUES (?, ?)", _source_rows())
+        except (workspace.SourceError, OSError, subprocess.SubprocessError) as e:
+            raise IndexError_(f"cannot read Debian's Sources index: {e}") from None
+        db.execute("CREATE INDEX files_path ON files(path)")
+        db.commit()
+    finally:
+        db.close()
 
 
 def _contents_rows(lines):
