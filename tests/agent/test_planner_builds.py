@@ -192,3 +192,13 @@ def test_examples_that_do_not_build_are_switched_off_with_the_configure_switch_t
     assert out["status"] == "verified"
     assert "--disable-examples" in out["message"]
     assert {a["path"] for a in out["verify"]["artifacts"] if a["kind"] == "static_library"} == {"lib/libanswer.a"}
+
+
+@pytest.mark.slow
+def test_a_project_whose_tests_miss_its_own_header_is_not_built_as_its_own_dependency(tmp_path):
+    # libconfig's tests cannot find libconfig.h in a VPATH build; Debian's indices say libconfig-dev ships it, so the
+    # header resolves to the very package being built: asking to build it must end at once (it used to wait forever
+    # on its own build lock), and the run must say why
+    r, out = _build(tmp_path, "debian:libconfig", "aarch64-linux-musl")
+    assert out.get("status") == "failed", r.stdout[-3000:] + r.stderr[-2000:]
+    assert "which is what is being built here" in out["message"]

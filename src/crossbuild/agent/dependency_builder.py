@@ -36,11 +36,14 @@ class DependencyBuilder:
     """A RunContext's `dependency_builder`; the build_dependency tool calls it with its context."""
 
     def __init__(self, *, trace: Trace | None = None, on_event: EventSink = ignore,
-                 max_depth: int = MAX_DEPTH, user_sources: dict[str, str] | None = None):
+                 max_depth: int = MAX_DEPTH, user_sources: dict[str, str] | None = None, project: str | None = None):
         self.trace = trace
         self.emit = on_event
         self.max_depth = max_depth
         self.user_sources = dict(user_sources or {})  # name -> local folder or tarball, vouched for by the user
+        # the project and the dependencies being built right now: asking for one of them again is a part of the
+        # build not finding the project's own files, and waiting for its build lock would wait for ourselves
+        self.building: set[str] = {project} if project else set()
 
     def __call__(self, ctx: RunContext, name: str, version: str | None = None) -> DependencyOutcome:
         start = time.monotonic()
@@ -48,6 +51,10 @@ class DependencyBuilder:
             pkg = deps.resolve(name, self.user_sources)
         except deps.UnknownDependencyError as e:
             return DependencyOutcome(False, name, "", str(e))
+        if pkg.source in self.building:
+            return DependencyOutcome(False, name, pkg.source, (
+                f"{name} is provided by {pkg.source}, which is what is being built here: a part of the build (often "
+                "its tests or examples) does not find the project's own files; it is not a missing dependency"))
         target = ctx.target.name
         prefix = ctx.prefix
         entry = deps.lookup(target, pkg.source, version)
@@ -58,7 +65,11 @@ class DependencyBuilder:
             with deps.build_lock(target, pkg.source):
                 entry = deps.lookup(target, pkg.source, version)  # built by a concurrent run while we waited
                 if entry is None:
-                    built = self._build(ctx, pkg, version, start)
+                    self.building.add(pkg.source)
+                    try:
+                        built = self._build(ctx, pkg, version, start)
+                    finally:
+                        self.building.discard(pkg.source)
                     if isinstance(built, DependencyOutcome):
                         return built
                     entry = built

@@ -49,7 +49,8 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
     on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": list(ws.left_out)}))
     trace = Trace(req.db or default_path())
     try:
-        builder = DependencyBuilder(trace=trace, on_event=on_event, user_sources=req.dep_sources)
+        builder = DependencyBuilder(trace=trace, on_event=on_event, user_sources=req.dep_sources,
+                                    project=_debian_name(req.source))
         ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
                                 kb=kb.load(), jobs=req.jobs, cancel=cancel, dependency_builder=builder,
                                 keep_features=req.keep_features)
@@ -71,3 +72,8 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
         except safefs.UnsafePath:  # the build replaced its scratch folder by a link: remove the link, nothing else
             safefs.remove_tree(ctx.root, scratch)
     return outcome, ctx
+
+
+def _debian_name(source: str) -> str | None:
+    """debian:NAME[=VERSION] -> NAME: the source package a dependency must not turn out to be."""
+    return source.removeprefix("debian:").split("=", 1)[0] if source.startswith("debian:") else None
