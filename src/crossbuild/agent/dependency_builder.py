@@ -3,6 +3,9 @@ in its own workspace for the prefix, stage the install, cache it, move it into t
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -47,6 +50,11 @@ class DependencyBuilder:
 
     def __call__(self, ctx: RunContext, name: str, version: str | None = None) -> DependencyOutcome:
         start = time.monotonic()
+        own = _own_target(ctx.root, name)
+        if own:
+            return DependencyOutcome(False, name, "", (
+                f"{name} is a target of this project ({own}), not a dependency: the part of the build that links it "
+                "(often a test or example) runs before it exists or looks for it in the wrong place"))
         try:
             pkg = deps.resolve(name, self.user_sources)
         except deps.UnknownDependencyError as e:
@@ -122,6 +130,26 @@ class DependencyBuilder:
                                      f"{e.strerror}); nothing was taken (workspace {ws.root})")
         safefs.remove_tree(ctx.xbuild, tmp.name)
         return entry
+
+
+def _own_target(root: Path, name: str) -> str | None:
+    """Where the project's CMake files define NAME as a library or executable (read through safefs: the tree is the
+    build's), or None."""
+    bare = re.sub(r"^-l", "", name)
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", bare):
+        return None
+    target = re.compile(rf"\badd_(library|executable)\s*\(\s*{re.escape(bare)}[\s)]", re.IGNORECASE)
+    for entry in safefs.walk_files(root / "src", prune=lambda rel: rel.count("/") > 4):
+        if entry.name != "CMakeLists.txt" or not stat.S_ISREG(entry.st.st_mode):
+            continue
+        try:
+            with os.fdopen(safefs.open_regular_at(entry.dir_fd, entry.name, max_bytes=1 << 20), "rb") as f:
+                text = f.read(1 << 20).decode(errors="replace")
+        except OSError:
+            continue
+        if target.search(text):
+            return f"src/{entry.rel}"
+    return None
 
 
 def _consumer(pkg: deps.Package, prefix: Path) -> dict[str, str]:

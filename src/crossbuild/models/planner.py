@@ -181,7 +181,8 @@ class Planner:
         patterns, s.pending_disable = s.pending_disable, []
         switches = _off_switches(s.system or "", data)
         for pattern in patterns:
-            hits = [o for o in switches if re.search(pattern, o.upper().replace("-", "_"), re.IGNORECASE)]
+            hits = [o for o in switches if re.search(pattern, o.upper().replace("-", "_"), re.IGNORECASE)
+                    and not _HOW_BUILT.search(o)]
             feature = s.feature_of.get(pattern)
             if hits:
                 s.extra[ARG_KIND[s.system]] += [switches[o] for o in hits]
@@ -286,6 +287,11 @@ class Planner:
                 s.notes.append(f"applied {entry['id']}: {_describe(action)}")
                 applied_any = True
         return applied_any
+
+
+# Options about how the project is built, never a feature to drop (libpng: a test links -lpng_shared, the project's
+# own target; turning PNG_SHARED off would remove the library itself).
+_HOW_BUILT = re.compile(r"SHARED|STATIC|PIC\b|INSTALL|FRAMEWORK|(^|_)LIBS?$", re.IGNORECASE)
 
 
 def _off_switches(system: str, status: dict[str, Any]) -> dict[str, str]:

@@ -1,0 +1,25 @@
+"""What the dependency builder refuses before building anything: the project's own targets and itself."""
+
+from __future__ import annotations
+
+import json
+
+from crossbuild.agent.dependency_builder import DependencyBuilder
+from crossbuild.foundation.targets import parse_target
+from crossbuild.tools import default_toolset
+from crossbuild.tools.context import RunContext
+
+
+def test_a_library_the_project_builds_itself_is_not_a_dependency(tmp_path):
+    # libpng's contrib test links -lpng_shared, the project's own target: building "png_shared" as a dependency
+    # (or turning PNG_SHARED off for want of it) would be wrong
+    src = tmp_path / "ws" / "src"
+    (src / "lib").mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text("project(p C)\nadd_subdirectory(lib)\n")
+    (src / "lib" / "CMakeLists.txt").write_text("add_library(png_shared SHARED png.c)\n")
+    ctx = RunContext.create(tmp_path / "ws", parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix",
+                            sandbox_backend="none", dependency_builder=DependencyBuilder(project="libpng1.6"))
+    r = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "png_shared"}))
+    assert not r.ok and "is a target of this project (src/lib/CMakeLists.txt)" in r.message
+    r = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "PNG"}))
+    assert not r.ok and "which is what is being built here" in r.message
