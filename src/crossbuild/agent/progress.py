@@ -30,12 +30,16 @@ class ProgressMonitor:
     repeats: Counter = field(default_factory=Counter)
     fingerprints: Counter = field(default_factory=Counter)
     recent: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
 
     def observe(self, signature: str, ok: bool, fingerprint: str | None, *, changed_files: bool) -> Verdict | None:
         """Record one call; a verdict when the calls look like a loop."""
         if changed_files and ok:  # a successful edit changes what repeating a build means
             self.repeats.clear()
             self.fingerprints.clear()
+        if signature not in self.seen:  # a call never made before is a new attempt: earlier repeats are history
+            self.seen.add(signature)
+            self.repeats.clear()
         self.recent = (self.recent + [signature])[-6:]
         verdicts = []
         key = f"{signature}|{ok}|{fingerprint}"
