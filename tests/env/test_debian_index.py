@@ -63,5 +63,6 @@ def test_deps_resolve_prints_the_answer_and_the_files_that_show_it():
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["source"] == "xz-utils" and any("usr/include/lzma.h in liblzma-dev" in e for e in out["evidence"])
+    assert debian_index.resolve("Python").source != "dlib"  # a vendored dlib/python.h is no evidence
     r = cb("deps", "resolve", "NoSuchThingAnywhere")
     assert r.returncode == 1 and "unknown" in r.stdout

@@ -93,7 +93,8 @@ def _wanted_files(name: str) -> list[list[tuple[str, int]]]:
            (f"usr/lib/{TRIPLET}/lib{lib.lower()}.so", 2), (f"usr/lib/{TRIPLET}/lib{lib}.so", 2)]
     module = [(f"usr/include/{h}", 3) for headers, _ in _find_module_names(n) for h in headers]
     module += [(f"usr/lib/{TRIPLET}/lib{x}.so", 2) for _, libraries in _find_module_names(n) for x in libraries]
-    loose = [(f"usr/lib/*/lib{lib.lower()}.a", 1), (f"usr/include/*/{n.lower()}.h", 1)]
+    # not usr/include/*/<name>.h: other projects vendor such headers (find_package(Python) is not dlib/python.h)
+    loose = [(f"usr/lib/*/lib{lib.lower()}.a", 1)]
     return [own, module, loose]
 
 
