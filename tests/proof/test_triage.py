@@ -40,6 +40,9 @@ def test_a_failure_without_evidence_blocks(exit_code, lines):
     (127, ["./t: error while loading shared libraries: libfoo.so: cannot open shared object file: No such file"]),
     (1, ["reading data.bin: No such file or directory", "qemu: uncaught target signal 11 (Segmentation fault)"]),
     (-6, ["Network is unreachable"]),
+    # glibc's loader: a missing symbol or a too-new glibc is a load failure, not a missing data file
+    (127, ["./t: symbol lookup error: ./t: undefined symbol: foo_init"]),
+    (1, ["./t: /lib/aarch64-linux-gnu/libc.so.6: version `GLIBC_2.38' not found (required by ./t)"]),
 ])
 def test_load_failures_and_crashes_block_whatever_else_is_printed(exit_code, lines):
     t = triage(exit_code, None, lines, 60)

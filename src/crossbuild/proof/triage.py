@@ -17,7 +17,7 @@ from dataclasses import dataclass
 _CRASH = re.compile(r"qemu: uncaught target signal|Segmentation fault|Illegal instruction|Bus error|"
                     r"Error relocating|Error loading shared library|error while loading shared libraries|"
                     r"cannot open shared object file|symbol not found|Could not open '|Exec format error|"
-                    r"core dumped|Aborted|stack smashing detected")
+                    r"core dumped|Aborted|stack smashing detected|symbol lookup error|version `GLIBC_[\d.]+' not found")
 _USAGE = re.compile(r"^\s*(usage|Usage|USAGE)\b|\b(usage|Usage|USAGE):|takes (exactly )?(\d+|one|two) arguments?")
 _ENVIRONMENT = [
     ("its test data is not where it looks", re.compile(
