@@ -91,8 +91,9 @@ def _wanted_files(name: str) -> list[list[tuple[str, int]]]:
            (f"usr/lib/{TRIPLET}/cmake/*/{n.lower()}-config.cmake", 3),
            (f"usr/lib/cmake/*/{n}Config.cmake", 3), (f"usr/share/cmake/*/{n}Config.cmake", 3),
            (f"usr/lib/{TRIPLET}/lib{lib.lower()}.so", 2), (f"usr/lib/{TRIPLET}/lib{lib}.so", 2)]
-    module = [(f"usr/include/{h}", 3) for headers, _ in _find_module_names(n) for h in headers]
-    module += [(f"usr/lib/{TRIPLET}/lib{x}.so", 2) for _, libraries in _find_module_names(n) for x in libraries]
+    found = _find_module_names(n)  # reads CMake's Find module once for both lists
+    module = [(f"usr/include/{h}", 3) for headers, _ in found for h in headers]
+    module += [(f"usr/lib/{TRIPLET}/lib{x}.so", 2) for _, libraries in found for x in libraries]
     # not usr/include/*/<name>.h: other projects vendor such headers (find_package(Python) is not dlib/python.h)
     loose = [(f"usr/lib/*/lib{lib.lower()}.a", 1)]
     return [own, module, loose]
