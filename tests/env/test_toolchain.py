@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
-from crossbuild.env.toolchain import BuildEnv
+import pytest
+
+from crossbuild.env.toolchain import BuildEnv, Toolchain
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-test-openai-secret",
@@ -122,3 +126,37 @@ def test_cxx_runtime_is_warmed_only_for_projects_that_link_cxx(tmp_path):
     assert {n for n, langs in found.items() if "c++" in langs} == {"cmake-default", "cmake-cxx", "autoconf-cxx",
                                                                    "meson-cpp", "sources"}
 
+
+
+@pytest.mark.slow
+def test_a_reinstalled_zig_at_the_same_path_still_links_windows_programs_in_the_sandbox(tmp_path, monkeypatch):
+    """CI makes a fresh venv at the same path every run: zig's lib files get new inodes and times, zig regenerates
+    mingw's DLL import libraries in place — through the layer's links into the read-only shared cache, unless
+    crossbuild warms again on the host first."""
+    import dataclasses
+
+    from crossbuild.env import sandbox, zigcache
+    from crossbuild.foundation import host
+    from crossbuild.foundation.targets import parse_target
+
+    monkeypatch.setattr(zigcache, "_VARIANTS", (("exe", ("-O2",)),))  # one cold mingw runtime (~1 min), not four
+    shared = tmp_path / "shared-cache"
+    install = shared / "ziglang"  # below a folder the sandbox mounts, as the venv is
+
+    def link_in_sandbox(name: str):
+        tc = Toolchain.for_target(parse_target("x86_64-windows-gnu"), tmp_path / name, prefix=tmp_path / "prefix",
+                                  zig_cache=shared)
+        tc = dataclasses.replace(tc, zig=install / "zig").materialise(warm=("c",))
+        src = tc.workspace / "hello.c"
+        src.write_text("#include <stdio.h>\nint main(void){puts(\"hi\");return 0;}\n")
+        box = sandbox.for_toolchain(tc)
+        return box.run([str(tc.bindir / "zcc"), str(src), "-o", str(tc.workspace / "hello.exe")], cwd=tc.workspace,
+                       env=tc.env.as_dict(), log_path=tc.logs / "link.log")
+
+    shutil.copytree(host.zig_executable().parent, install, copy_function=shutil.copy)
+    assert link_in_sandbox("before").ok
+    shutil.rmtree(install)  # the "reinstall": same path, same content, new inodes and times
+    shutil.copytree(host.zig_executable().parent, install, copy_function=shutil.copy)
+    after = link_in_sandbox("after")
+    assert after.ok, Path(after.log_path).read_text()[-2000:]
+    assert (tmp_path / "after" / "hello.exe").read_bytes()[:2] == b"MZ"

@@ -9,6 +9,8 @@ workspace, while the shared libc, compiler-rt and libc++ are only ever written b
 from __future__ import annotations
 
 import fcntl
+import functools
+import hashlib
 import os
 import re
 import subprocess
@@ -30,8 +32,36 @@ class WarmError(RuntimeError):
     """zig could not build the target's runtime libraries on the host."""
 
 
-def stamp(shared: Path, target: Target, language: str) -> Path:
-    return shared / "crossbuild-warm" / f"{target.zig_target}-{language}-zig{host.zig_version()}"
+def stamp(shared: Path, target: Target, language: str, zig: Path) -> Path:
+    """Marks a warmed (target, language) for this installation of zig. The installation's identity counts, not
+    only its version: zig's manifests record its sources' inodes and times, so after a reinstall at the same path
+    (a fresh venv, as every CI checkout makes) zig regenerates some entries — mingw's DLL import libraries write
+    their new file in place, through the layer's link into the read-only shared cache. Warming again on the host
+    brings the shared manifests up to date first."""
+    return shared / "crossbuild-warm" / f"{target.zig_target}-{language}-zig{host.zig_version()}-{_install_id(zig)}"
+
+
+def _install_id(zig: Path) -> str:
+    """A digest of the (name, inode, mtime) of zig's binary and every file of its lib/ tree: what zig's manifests
+    compare before trusting an entry. ~20k files take ~0.1 s, so the walk is remembered per binary (a reinstall
+    makes a new one)."""
+    binary = Path(zig).resolve()
+    st = binary.stat()
+    return _install_digest(binary, st.st_ino, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _install_digest(binary: Path, inode: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256(f"{inode}:{mtime_ns}".encode())
+    for folder, dirs, files in os.walk(binary.parent / "lib"):
+        dirs.sort()
+        for name in sorted(files):
+            try:
+                st = os.stat(os.path.join(folder, name), follow_symlinks=False)
+            except OSError:
+                continue
+            digest.update(f"{folder}/{name}:{st.st_ino}:{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:12]
 
 
 def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | None = None,
@@ -42,7 +72,7 @@ def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | 
     zig = zig or host.zig_executable()
     if zig is None:
         raise WarmError("zig is not installed: `pip install ziglang` (crossbuild pins its zig)")
-    todo = [lang for lang in languages if not stamp(shared, target, lang).exists()]
+    todo = [lang for lang in languages if not stamp(shared, target, lang, zig).exists()]
     if not todo:
         return []
     shared.mkdir(parents=True, exist_ok=True)
@@ -50,11 +80,12 @@ def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | 
         fcntl.flock(lock, fcntl.LOCK_EX)
         done = []
         for lang in todo:
-            if stamp(shared, target, lang).exists():  # warmed by another run while we waited
+            done_stamp = stamp(shared, target, lang, zig)
+            if done_stamp.exists():  # warmed by another run while we waited
                 continue
             _warm_language(zig, target, lang, shared)
-            stamp(shared, target, lang).parent.mkdir(exist_ok=True)
-            stamp(shared, target, lang).touch()
+            done_stamp.parent.mkdir(exist_ok=True)
+            done_stamp.touch()
             done.append(lang)
     return done
 
