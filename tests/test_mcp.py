@@ -242,8 +242,8 @@ def test_knowledge_and_history_reach_an_mcp_client_and_survive_a_reconnect(tmp_p
     (project / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(needz C)\n"
                                             "find_package(ZLIB REQUIRED)\n")
     env = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()}
-    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path)], cwd=str(tmp_path),
-                                   env=env)
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path), "--prefix-root",
+                                                             str(tmp_path / "prefixes")], cwd=str(tmp_path), env=env)
     seen = {}
 
     async def first_session():
@@ -270,6 +270,105 @@ def test_knowledge_and_history_reach_an_mcp_client_and_survive_a_reconnect(tmp_p
             assert "commands so far (3" in _text(r) and "make_directory" in _text(r), _text(r)
             r = await c.call_tool("run_command", {"command": "cmake -E echo again"})
             assert r.structured_content["data"]["log"].startswith(".xbuild/logs/0004-")
+
+    anyio.run(first_session)
+    anyio.run(after_reconnect)
+
+
+WALK_CMAKE = """cmake_minimum_required(VERSION 3.16)
+project(walk C)
+find_package(ZLIB REQUIRED)
+add_library(walk SHARED walk.c)
+target_link_libraries(walk PRIVATE ZLIB::ZLIB)
+add_executable(walk_test walk_test.c)
+target_link_libraries(walk_test walk walkextra)
+install(TARGETS walk walk_test)
+"""
+
+
+@pytest.mark.slow
+def test_the_path_a_model_took_over_mcp(tmp_path):
+    """One scripted session along the path a real model walked: build_status, a cwd that does not exist yet, a
+    configure failing on a missing package, build_dependency with the name CMake printed, a link failing with a
+    known error, verify on an install folder, a linker temporary left in build/, a reconnect and verify again with
+    a clean rebuild. Each result's text and structured data are checked."""
+    project = tmp_path / "walk"
+    (project / "debian").mkdir(parents=True)
+    (project / "CMakeLists.txt").write_text(WALK_CMAKE)
+    (project / "walk.c").write_text("#include <zlib.h>\nconst char *walk_zlib(void) { return zlibVersion(); }\n")
+    (project / "walk_test.c").write_text("#include <stdio.h>\nconst char *walk_zlib(void);\n"
+                                         "int main(void) { printf(\"zlib %s\\n\", walk_zlib()); "
+                                         "return walk_zlib()[0] == '1' ? 0 : 1; }\n")
+    (project / "configure.ac").write_text("AC_INIT([walk], [1])\nAC_PROG_CC\nAC_OUTPUT\n")
+    (project / "debian" / "rules").write_text("#!/usr/bin/make -f\n%:\n\tdh $@ --buildsystem=cmake\n"
+                                              "override_dh_auto_configure:\n\tdh_auto_configure -- -DWALK_DOCS=OFF "
+                                              "-DLIBDIR=lib/$(DEB_HOST_MULTIARCH)\n")
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path), "--prefix-root",
+                                                             str(tmp_path / "prefixes")], cwd=str(tmp_path),
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
+    seen = {}
+
+    async def first_session():
+        async with Client(params) as c:
+            r = await c.call_tool("open_workspace", {"source": str(project), "target": "aarch64-linux-musl"})
+            seen["workspace"] = r.structured_content["data"]["workspace"]
+            r = await c.call_tool("build_status", {})
+            data = r.structured_content["data"]
+            assert "build system in src/: cmake" in _text(r) and "also present: autotools" in _text(r)
+            assert "debian/rules (Debian's own build of this source): dh --buildsystem=cmake" in _text(r)
+            assert data["other_build_systems"] == ["autotools"]
+            assert data["debian_rules"]["system"] == "cmake"
+            assert data["debian_rules"]["configure_args"] == ["-DWALK_DOCS=OFF"]
+            assert data["debian_rules"]["dropped_args"] == ["-DLIBDIR=lib/$(DEB_HOST_MULTIARCH)"]
+
+            r = await c.call_tool("run_command", {"command": "cmake -S ../src -B .", "cwd": "out"})
+            assert r.is_error and r.structured_content["error_type"] == "not_found"
+            assert "mkdir -p out" in _text(r)
+
+            r = await c.call_tool("run_command", {"command": "cmake -S src -B build"})
+            assert r.is_error and "Could NOT find ZLIB" in _text(r)
+            assert 'build_dependency(name="ZLIB")' in _text(r)
+            r = await c.call_tool("build_dependency", {"name": "ZLIB"})
+            assert not r.is_error, _text(r)
+            r = await c.call_tool("run_command", {"command": "cmake -S src -B build"})
+            assert not r.is_error, _text(r)
+
+            r = await c.call_tool("run_command", {"command": "cmake --build build"})
+            assert r.is_error and 'unable to find dynamic system library "walkextra"' in _text(r)  # zig's words
+            assert "library-not-found-at-link" in [k["id"] for k in r.structured_content["data"]["kb"]]
+            r = await c.call_tool("edit_file", {"path": "src/CMakeLists.txt",
+                                                "edits": [{"old": "walk walkextra)", "new": "walk)"}]})
+            assert not r.is_error
+            r = await c.call_tool("run_command", {"command": "cmake --build build"})
+            assert not r.is_error, _text(r)
+            r = await c.call_tool("run_command", {"command": "cmake --install build --prefix install"})
+            assert not r.is_error, _text(r)
+
+            r = await c.call_tool("verify", {"path": "install"})
+            data = r.structured_content["data"]
+            assert not r.is_error, _text(r)
+            assert "test programs: 1 of 1 ran under qemu, 1 passed" in _text(r) and data["proven"] in _text(r)
+            assert [(s["path"], s["passed"], s["outcome"]) for s in data["smoke_runs"]] == \
+                [("bin/walk_test", True, "passed (exit 0)")]
+            assert "smoke run bin/walk_test: passed (exit 0)" in _text(r)  # the same words in text and data
+
+            r = await c.call_tool("run_command", {"command": "cp build/walk_test build/walk_test.tmp1a2b3c4"})
+            assert not r.is_error
+            r = await c.call_tool("verify", {"path": "build", "run_tests": False})
+            assert not r.is_error, _text(r)
+            assert r.structured_content["data"]["linker_temporaries"] == ["walk_test.tmp1a2b3c4"]
+            assert "not counted: 1 linker temporaries" in _text(r)
+            assert "test programs: none run (run_tests was off)" in _text(r)
+
+    async def after_reconnect():
+        async with Client(params) as c:
+            r = await c.call_tool("open_workspace", {"workspace": seen["workspace"], "target": "aarch64-linux-musl"})
+            assert not r.is_error, _text(r)
+            r = await c.call_tool("verify", {"path": "build", "rebuild": True})
+            data = r.structured_content["data"]
+            assert not r.is_error and "VERIFIED" in _text(r), _text(r)
+            assert data["rebuild"]["ok"] and "clean rebuild: passed" in _text(r)
+            assert [s["path"] for s in data["smoke_runs"]] == ["walk_test"]  # never the temporary
 
     anyio.run(first_session)
     anyio.run(after_reconnect)

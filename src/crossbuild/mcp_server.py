@@ -77,7 +77,8 @@ class CrossbuildMCP:
     """Per-session RunContexts around one shared Toolset."""
 
     def __init__(self, *, default: tuple[str | None, str | None, str] | None = None, runs_dir: Path | None = None,
-                 sandbox_backend: str = "auto", toolset: Toolset | None = None, roots: list[Path] | None = None):
+                 sandbox_backend: str = "auto", toolset: Toolset | None = None, roots: list[Path] | None = None,
+                 prefix_root: Path | None = None):
         self.toolset = toolset or default_toolset()
         self.default = default  # (source, workspace, target) from the command line: the user's, not confined
         # the only folders a client may copy from or work in (the user's --root options; default: here)
@@ -85,6 +86,8 @@ class CrossbuildMCP:
         runs_dir = (runs_dir or Path("crossbuild-runs")).resolve()
         self.runs_dir = runs_dir if self._inside_roots(runs_dir) else self.roots[0] / "crossbuild-runs"
         self.sandbox_backend = sandbox_backend
+        # where dependencies go, one folder per target (default: the shared per-target prefixes of the cache)
+        self.prefix_root = Path(prefix_root).resolve() if prefix_root else None
         self.knowledge = kb.load()
         self._sessions: dict[str, SessionState] = {}
         self._shared_default: RunContext | None = None
@@ -226,7 +229,8 @@ class CrossbuildMCP:
 
         # the same planner-driven dependency builds as the CLI
         ctx = RunContext.create(root, target, sandbox_backend=self.sandbox_backend, kb=self.knowledge,
-                                dependency_builder=DependencyBuilder())
+                                dependency_builder=DependencyBuilder(),
+                                prefix=self.prefix_root / target.name if self.prefix_root else None)
         return ctx, left_out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crossbuild.tools.command import OUTPUT_MAX_CHARS, path_candidates, split_command
+from crossbuild.tools.command import HEAD_LINES, OUTPUT_MAX_CHARS, TAIL_LINES, path_candidates, split_command
 
 
 def _script(ctx, name, body):
@@ -64,7 +64,20 @@ def test_runs_in_the_sandbox_with_the_build_env(ctx, call):
 def test_cwd_must_be_a_folder_in_the_workspace(call):
     assert call("run_command", {"command": "ls", "cwd": "src/CMakeLists.txt"}).error_type == "invalid_arguments"
     assert call("run_command", {"command": "ls", "cwd": "../.."}).error_type == "permission_denied"
-    assert call("run_command", {"command": "ls", "cwd": "nope"}).error_type == "not_found"
+    missing = call("run_command", {"command": "ls", "cwd": "nope"})
+    assert missing.error_type == "not_found" and 'run_command(command="mkdir -p nope")' in missing.hint
+
+
+def test_the_cut_is_the_one_the_description_promises(ctx, call, tools):
+    """What run_command's description says a model will see is what it sees."""
+    description = tools["run_command"].description
+    assert f"first {HEAD_LINES} and last {TAIL_LINES} lines" in description and "[... N lines omitted ...]" in description
+    _script(ctx, "count.sh", "i=1\nwhile [ $i -le 1000 ]; do echo line $i; i=$((i+1)); done\n")
+    r = call("run_command", {"command": "./count.sh", "cwd": "src"})
+    shown = r.message.splitlines()[1:-1]  # between the status line and the log line
+    assert shown[:HEAD_LINES] == [f"line {i}" for i in range(1, HEAD_LINES + 1)]
+    assert shown[HEAD_LINES] == f"[... {1000 - HEAD_LINES - TAIL_LINES} lines omitted ...]"
+    assert shown[HEAD_LINES + 1:] == [f"line {i}" for i in range(1000 - TAIL_LINES + 1, 1001)]
 
 
 def test_unbalanced_quotes(call):

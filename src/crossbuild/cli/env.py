@@ -92,8 +92,9 @@ def musl_loader_cmd(
     target: str = typer.Argument(..., help="A musl target, e.g. aarch64-linux-musl."),
     force: bool = typer.Option(False, "--force", help="Rebuild even if the loader is cached."),
 ) -> None:
-    """Build musl's dynamic loader for TARGET's architecture (from Debian's musl source), so the verifier can run
-    dynamically linked musl programs under qemu."""
+    """Build musl's dynamic loader for TARGET's architecture (from the release of musl zig links against, fetched
+    from the Debian archive and checked by its SHA-256), so the verifier can run dynamically linked musl programs
+    under qemu."""
     from crossbuild.env import musl_loader
 
     t = target_from(target)

@@ -23,6 +23,8 @@ def mcp(
     sandbox_backend: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap | none"),
     roots: list[Path] = typer.Option([], "--root", help="A folder clients may copy projects from and keep "
                                      "workspaces in (repeatable; default: the current folder)."),
+    prefix_root: Path = typer.Option(None, "--prefix-root", help="Cross-built dependencies go to DIR/<target> "
+                                     "(default: the shared per-target prefixes in crossbuild's cache)."),
     token_file: Path = typer.Option(None, "--token-file", help="HTTP: read the bearer token from this file "
                                     "(or set $CROSSBUILD_MCP_TOKEN); default: a new one, printed at start."),
 ) -> None:
@@ -42,7 +44,8 @@ def mcp(
     for r in roots:
         if not r.is_dir():
             raise typer.BadParameter(f"{r} is not a folder", param_hint="--root")
-    app_ = mcp_server.CrossbuildMCP(default=default, sandbox_backend=sandbox_backend, roots=roots or None)
+    app_ = mcp_server.CrossbuildMCP(default=default, sandbox_backend=sandbox_backend, roots=roots or None,
+                                    prefix_root=prefix_root)
     if transport == "stdio":
         mcp_server.serve_stdio(app_)
     else:

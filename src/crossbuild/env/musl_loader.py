@@ -1,7 +1,9 @@
 """musl's dynamic loader for qemu runs of dynamically linked musl programs, cached per architecture.
 
-Debian ships musl only for the build machine's architecture, so `build()` makes `ld-musl-<arch>.so.1` from Debian's
-musl source with zig (in the sandbox) and keeps it under `<cache>/musl-sysroot/<arch>/lib/`. The trap: zig's
+Debian ships musl only for the build machine's architecture, so `build()` makes `ld-musl-<arch>.so.1` from musl's
+source with zig (in the sandbox) and keeps it under `<cache>/musl-sysroot/<arch>/lib/`. The source is the musl zig
+links against (musl_sysroot.MUSL_VERSION): Debian 12 has only 1.2.3, so the tarball comes from Debian's pool (as
+trixie's musl_1.2.5-3 ships it), checked against the SHA-256 that package's .dsc lists. The trap: zig's
 compiler-rt defines memcpy, memset, strlen, the math functions... as weak *hidden* symbols, and lld gives a symbol
 the strictest visibility it sees, so a libc.so linked with it would not export them. We link a copy of compiler-rt
 in which those libc-level symbols are made local.
@@ -10,16 +12,18 @@ in which those libc-level symbols are made local.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from crossbuild.env import sandbox, workspace
-from crossbuild.env.musl_sysroot import loader_path, sysroots_root
+from crossbuild.env.musl_sysroot import MUSL_VERSION, loader_path, sysroot_for, sysroots_root
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import host
 from crossbuild.foundation.targets import Target
@@ -27,6 +31,42 @@ from crossbuild.foundation.targets import Target
 
 class LoaderBuildError(RuntimeError):
     pass
+
+
+MUSL_TARBALL = f"pool/main/m/musl/musl_{MUSL_VERSION}.orig.tar.gz"
+MUSL_SHA256 = "a9a118bbe84d8764da0ea0d28b3ab3fae8477fc7e4085d90102b8596fc7c75e4"
+
+
+def musl_source() -> Path:
+    """musl's release tarball from the Debian archive this machine uses, cached and checked by its SHA-256."""
+    dest = host.cache_root() / "debian-src" / f"musl_{MUSL_VERSION}.orig.tar.gz"
+    if dest.exists() and _sha256(dest) == MUSL_SHA256:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    mirrors = [line.split(":", 1)[1].split()[0] for stanza in workspace.debian_archives()
+               for line in stanza.splitlines() if line.startswith("URIs:") and "security" not in line]
+    errors = []
+    for mirror in [*mirrors, "http://deb.debian.org/debian"]:
+        tmp = dest.with_suffix(".part")
+        try:
+            with urllib.request.urlopen(f"{mirror.rstrip('/')}/{MUSL_TARBALL}", timeout=120) as r, \
+                    open(tmp, "wb") as f:
+                shutil.copyfileobj(r, f)
+        except OSError as e:
+            errors.append(f"{mirror}: {e}")
+            continue
+        if _sha256(tmp) != MUSL_SHA256:
+            errors.append(f"{mirror}: checksum mismatch")
+            tmp.unlink()
+            continue
+        tmp.replace(dest)
+        return dest
+    raise LoaderBuildError(f"cannot download musl {MUSL_VERSION} ({MUSL_TARBALL}): {'; '.join(errors)}")
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _compiler_rt_archive(zig: Path, zig_target: str, scratch: Path) -> Path:
@@ -54,20 +94,21 @@ def _localized_compiler_rt(archive: Path, dest: Path) -> Path:
     return dest
 
 
-def build(target: Target, *, source: str = "debian:musl", force: bool = False,
+def build(target: Target, *, source: str | None = None, force: bool = False,
           progress: Callable[[str], None] = lambda _: None) -> Path:
-    """Build and cache the musl loader for `target`'s architecture; returns its path."""
+    """Build and cache the musl loader for `target`'s architecture (from SOURCE, default: the pinned release of
+    the musl zig links against); returns its path. A loader of another musl version is rebuilt."""
     if target.libc != "musl":
         raise LoaderBuildError(f"{target.name} is not a musl target")
     dest = loader_path(target.arch)
-    if dest.exists() and not force:
+    if sysroot_for(target.arch) and not force:
         return dest
     sysroots_root().mkdir(parents=True, exist_ok=True)
     with open(sysroots_root() / f".{target.arch}.lock", "w") as lock:  # verifiers in parallel build it once
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if dest.exists() and not force:
+        if sysroot_for(target.arch) and not force:
             return dest
-        return _build(target, dest, source, progress)
+        return _build(target, dest, source or str(musl_source()), progress)
 
 
 def _build(target: Target, dest: Path, source: str, progress: Callable[[str], None]) -> Path:

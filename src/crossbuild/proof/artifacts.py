@@ -7,6 +7,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import os
+import re
 import stat
 import struct
 import time
@@ -37,6 +38,9 @@ MESON_PROBE_DIR = "meson-private"
 MAX_SCAN_SECONDS = 600.0
 # Names that promise a binary; such a file with other content is reported (a renamed text file is no library).
 BINARY_SUFFIXES = (".o", ".obj", ".a", ".lib", ".so", ".dll", ".exe", ".dylib")
+# What LLVM's linkers (zig's lld) write before renaming into place, `<output>.tmp` and 7 random hex digits; a link
+# that failed or was killed leaves it behind, half-written: not an artifact, and never run as a program.
+LINKER_TEMPORARY = re.compile(r"\.tmp[0-9a-f]{7}$")
 
 @dataclass
 class ScanResult:
@@ -46,6 +50,7 @@ class ScanResult:
     files_seen: int
     probe_artifacts: list[Artifact] = field(default_factory=list)  # what the probe folders hold, for the report
     incomplete: str | None = None  # why the scan stopped early
+    linker_temporaries: list[str] = field(default_factory=list)  # left by failed links; not counted
 
 
 def is_probe(rel: str) -> bool:
@@ -102,7 +107,9 @@ def scan_tree(root: str | Path, *, prune: frozenset[str] = frozenset(),
                     result.not_binaries.append(entry.rel)
                 continue
             found = describe_file(f, entry.rel, fmt, root=root)
-        if is_probe(entry.rel):
+        if LINKER_TEMPORARY.search(entry.name):
+            result.linker_temporaries.append(entry.rel)
+        elif is_probe(entry.rel):
             result.probes_excluded.append(entry.rel)
             result.probe_artifacts.extend(found)
         else:

@@ -60,9 +60,11 @@ def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str]
     return [*argv, str(exe), *args], None
 
 
-def loader_lacks(target: Target, root: Path, exe_rel: str, lib_rels: list[str]) -> str | None:
-    """Why a dynamic musl program cannot run on the cached loader (it needs newer musl symbols), or None."""
-    missing = _unresolved_by_loader(root, exe_rel, lib_rels, target)
+def loader_lacks(target: Target, root: Path, exe_rel: str, lib_rels: list[str],
+                 dependency_lib_dirs: list[str] = ()) -> str | None:
+    """Why a dynamic musl program cannot run on the cached loader (it needs newer musl symbols), or None. The
+    dependencies' shared libraries (in the prefix) provide symbols too."""
+    missing = _unresolved_by_loader(root, exe_rel, lib_rels, target, dependency_lib_dirs)
     if not missing:
         return None
     return (f"needs {', '.join(missing[:4])}, which the cached musl loader ({_musl_version(target)}) lacks: zig "
@@ -70,20 +72,26 @@ def loader_lacks(target: Target, root: Path, exe_rel: str, lib_rels: list[str]) 
 
 
 def _musl_version(target: Target) -> str:
-    stamp = musl_sysroot.loader_path(target.arch).parent / "MUSL_VERSION"
-    return "musl " + (stamp.read_text().strip() if stamp.exists() else "?")
+    return "musl " + musl_sysroot.built_version(target.arch)
 
 
-def _unresolved_by_loader(root: Path, exe_rel: str, lib_rels: list[str], target: Target) -> list[str]:
-    """Symbols the program and the tree's shared libraries require that neither they nor the loader provide."""
+def _unresolved_by_loader(root: Path, exe_rel: str, lib_rels: list[str], target: Target,
+                          dependency_lib_dirs: list[str] = ()) -> list[str]:
+    """Symbols the program and the tree's shared libraries require that neither they, the dependencies' shared
+    libraries nor the loader provide."""
     with open(musl_sysroot.loader_path(target.arch), "rb") as f:
         provided, required = dynamic_symbols(f)[0], set()
-    for rel in [exe_rel, *lib_rels]:
+    files = [(root, rel) for rel in [exe_rel, *lib_rels]]
+    for folder in dependency_lib_dirs:
+        with os.scandir(folder) as entries:  # regular files only: libz.so.1 is a link to libz.so.1.2.13
+            files += [(Path(folder), e.name) for e in entries if ".so" in e.name and e.is_file(follow_symlinks=False)]
+    for anchor, rel in files:
         try:
-            with os.fdopen(safefs.open_regular(root, rel), "rb") as f:
+            with os.fdopen(safefs.open_regular(anchor, rel), "rb") as f:
                 exported, needs = dynamic_symbols(f)
         except (OSError, ELFError):
             continue
         provided |= exported
-        required |= needs
+        if anchor == root:
+            required |= needs
     return sorted(required - provided)

@@ -69,22 +69,47 @@ class VerifyReport:
     artifacts: list[dict] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     probes_excluded: int = 0
+    linker_temporaries: list[str] = field(default_factory=list)  # half-written outputs of failed links, not counted
     probe_mismatches: list[str] = field(default_factory=list)  # probe-folder binaries not for the target
     not_binaries: list[str] = field(default_factory=list)
     allowed_host: list[str] = field(default_factory=list)
     smoke_runs: list[SmokeRun] = field(default_factory=list)
     rebuild: dict | None = None
     sandbox: str = "none"
+    run_tests: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def not_counted(self) -> str:
+        return (f"not counted: {len(self.linker_temporaries)} linker temporaries a failed link left "
+                f"({', '.join(self.linker_temporaries[:3])})")
+
+    def proven(self) -> str:
+        """What the verdict rests on, in one line: a VERIFIED with no test program run proves the architecture
+        only, and says so."""
+        runs = self.smoke_runs
+        ran = [r for r in runs if not r.skipped]
+        if not runs:
+            return ("test programs: none run (run_tests was off)" if not self.run_tests else
+                    "test programs: none found (no test-like executable) - proven: the architecture of every binary only")
+        counted = sum(1 for r in ran if r.passed or r.triage == "usage")
+        said = f"test programs: {len(ran)} of {len(runs)} ran under qemu, {counted} passed or printed their usage"
+        if len(ran) < len(runs):
+            said += f", {len(runs) - len(ran)} skipped"
+        if not ran:
+            said += " - proven: the architecture of every binary only"
+        return said
 
     def summary(self, shown_root: str, limit: int = 15) -> str:
         """The verdict as a model or a log reads it: the counts, each smoke run's outcome, the clean rebuild, and
         the reasons (the CLI renders the same report as tables)."""
         counts = ", ".join(f"{k}: {v}" for k, v in self.counts.items()) or "no binaries"
-        lines = [f"{'VERIFIED' if self.ok else 'NOT VERIFIED'} for {self.target}: {shown_root} ({counts})"]
+        lines = [f"{'VERIFIED' if self.ok else 'NOT VERIFIED'} for {self.target}: {shown_root} ({counts})",
+                 f"  {self.proven()}"]
         lines += [f"  smoke run {run.path}: {run.outcome()}" for run in self.smoke_runs[:limit]]
+        if self.linker_temporaries:
+            lines.append(f"  {self.not_counted()}")
         if self.rebuild:
             lines.append(f"  clean rebuild: {'passed' if self.rebuild['ok'] else self.rebuild['error']}")
         lines += [f"  - {reason}" for reason in self.reasons[:limit]]
@@ -102,7 +127,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
            rebuild_steps: list[BuildStep] | None = None, rebuild_source: str = "src",
            smoke_timeout_s: float = 60.0) -> VerifyReport:
     root = Path(os.path.abspath(root))
-    report = VerifyReport(target=target.name, root=str(root))
+    report = VerifyReport(target=target.name, root=str(root), run_tests=run_tests)
     if root.is_symlink() or not root.is_dir():  # a build may replace its output folder by a link to host files
         report.reasons.append(f"{root} is {'a link' if root.is_symlink() else 'not a directory'}, not a build folder")
         return report
@@ -117,6 +142,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
 
     scan = scan_outputs(root, toolchain)
     report.probes_excluded = len(scan.probes_excluded)
+    report.linker_temporaries = scan.linker_temporaries
     report.probe_mismatches = [f"{a.path}: {'; '.join(p)}" for a in scan.probe_artifacts
                                if (p := check_artifact(a, target))]
     report.not_binaries = scan.not_binaries
@@ -156,7 +182,10 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         report.sandbox = box.backend
         if toolchain is not None:
             log_dir = Path(tempfile.mkdtemp(prefix="verify-", dir=toolchain.logs))
-            report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, log_dir)
+            # the dependencies' shared libraries, where the build linked them from (a target system would have
+            # them installed too)
+            deps = [str(d) for d in (toolchain.prefix / "lib", toolchain.prefix / "lib64") if d.is_dir()]
+            report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, log_dir, deps)
         else:
             with tempfile.TemporaryDirectory(prefix="crossbuild-verify-") as tmp:
                 report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, Path(tmp))
@@ -218,20 +247,20 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
 
 
 def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, timeout: float,
-                log_dir: Path) -> list[SmokeRun]:
+                log_dir: Path, dependency_lib_dirs: list[str] = ()) -> list[SmokeRun]:
     candidates = [a for a in report.artifacts
                   if a["ok"] and a["kind"] == "executable" and not a.get("member_of") and is_testlike(a["path"])]
     runs: list[SmokeRun] = []
     lib_rels = sorted(a["path"] for a in report.artifacts
                       if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of"))
-    lib_dirs = sorted({str((root / rel).parent) for rel in lib_rels})
+    lib_dirs = sorted({str((root / rel).parent) for rel in lib_rels}) + list(dependency_lib_dirs)
     for i, a in enumerate(candidates[:MAX_SMOKE_RUNS], 1):
         exe = root / a["path"]
         run = SmokeRun(path=a["path"], command=[str(exe)])
         dynamic = a.get("linkage") == "dynamic"
         argv, why_not = runner_argv(target, exe, dynamic=dynamic, lib_dirs=lib_dirs)
         if argv is not None and dynamic and target.libc == "musl":
-            why_not = loader_lacks(target, root, a["path"], lib_rels)
+            why_not = loader_lacks(target, root, a["path"], lib_rels, list(dependency_lib_dirs))
         if argv is None or why_not:
             run.skipped = why_not
             runs.append(run)

@@ -3,6 +3,7 @@ arguments to use) and verify (the foundation's verifier: right architecture, tes
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from pathlib import Path
@@ -10,11 +11,11 @@ from typing import Any
 
 from pydantic import Field
 
-from crossbuild.env import recipes
+from crossbuild.env import debian_rules, recipes
 from crossbuild.env.recipes import BuildStep
 from crossbuild.foundation import safefs
 from crossbuild.proof.artifacts import check_artifact
-from crossbuild.proof.verify import scan_outputs, verify
+from crossbuild.proof.verify import VerifyReport, scan_outputs, verify
 from crossbuild.tools import paths
 from crossbuild.tools.base import BadArguments, ErrorType, Tool, ToolArgs, ToolResult
 from crossbuild.tools.command import INSPECTION_TOOLS
@@ -54,10 +55,14 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         for where in (build, src):
             if (where / marker).exists():
                 state.append(f"{what} ({paths.display(ctx, where / marker)})")
+    others = [s for s in recipes.BUILD_SYSTEMS if s != system and recipes.present(s, src)]
+    rules = debian_rules.read(ctx.root)
     lines = [
         f"target: {ctx.target.name} (zig {ctx.target.zig_target}; qemu: {ctx.target.qemu or 'none'})",
         f"build system in {source}/: {system}" + ("" if source == "src" else
                                                    "  (src/ itself has no build system; this is the project's root)"),
+        *([f"  also present: {', '.join(others)} (build_status system=NAME shows that recipe)"] if others else []),
+        *([f"debian/rules (Debian's own build of this source): {rules.describe()}"] if rules else []),
         f"state: {'; '.join(state) or 'not configured yet'}",
         "toolchain (already in every command's environment; pass these arguments when configuring):",
         f"  cmake -S src -B build {shlex.join(tc.cmake_args())}",
@@ -95,7 +100,8 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         lines.append(f"make's default goal `{goals['default']}` builds: {' '.join(goals['prerequisites'])[:600]}")
     return ToolResult(ok=True, message="\n".join(lines),
                       data={"options": options, "configure_options": switches, "make_goals": goals,
-                            "build_system": system, "state": state,
+                            "build_system": system, "other_build_systems": others, "state": state,
+                            "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
                             "commands": len(ctx.commands),
                             "artifacts": artifacts, "artifacts_for_target": fitting,
                             "output_dir": recipes.output_dir(system, source=source) if recipe else "build",
@@ -164,15 +170,34 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     text = report.summary(paths.display(ctx, real))
     if args.rebuild and not steps:
         text += "\n  clean rebuild: not run (no successful build commands in this session to replay)"
-    data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons,
-            "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped, "triage": r.triage, "why": r.why}
+    data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons, "proven": report.proven(),
+            "linker_temporaries": report.linker_temporaries,
+            "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped, "triage": r.triage, "why": r.why,
+                            "outcome": r.outcome()}
                            for r in report.smoke_runs],
             "rebuild": report.rebuild}
     if report.ok:
         return ToolResult(ok=True, message=text, data=data)
     return ToolResult(ok=False, error_type=ErrorType.COMMAND_FAILED, message=text, data=data,
-                      hint="fix the reasons above; wrong-architecture files usually mean a host compiler was used "
-                           "(a hard-coded gcc or a CC_FOR_BUILD helper installed as a product)")
+                      hint=_verify_hint(report, args))
+
+
+def _verify_hint(report: VerifyReport, args: VerifyArgs) -> str:
+    """The next step for the first kind of reason the verdict gives."""
+    if not report.counts or not any(report.counts.values()):
+        return "nothing was built in that folder: configure and build into it (build_status shows how), then verify"
+    if any(a.get("problems") for a in report.artifacts):
+        return ("wrong-architecture files usually mean a host compiler was used (a hard-coded gcc or a CC_FOR_BUILD "
+                "helper installed as a product): build with the environment's CC/CXX")
+    if report.rebuild and not report.rebuild["ok"]:
+        return ("the clean rebuild replays this session's successful commands on a fresh copy of src/: make every "
+                "needed change a file edit or a command, not a leftover of an earlier attempt")
+    if any(r.stopped == "timeout" for r in report.smoke_runs):
+        return (f"a test program ran past {args.timeout} s under qemu (emulation is slow): call verify with a larger "
+                "timeout (at most 600), or read its log if it waits for input")
+    if any(r.failed for r in report.smoke_runs):
+        return "a test program failed under qemu: its output is above; fix the cause (or the build), then verify again"
+    return "fix the reasons above, then verify again"
 
 
 BUILD_STATUS = Tool(

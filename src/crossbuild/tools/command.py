@@ -13,7 +13,7 @@ from pydantic import Field
 
 from crossbuild.kb.base import error_fingerprint
 from crossbuild.tools import paths
-from crossbuild.tools.base import BadArguments, ErrorType, PermissionDenied, Tool, ToolArgs, ToolResult
+from crossbuild.tools.base import BadArguments, ErrorType, NotFound, PermissionDenied, Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import CommandRecord, RunContext
 
 DEFAULT_TIMEOUT_S = 900
@@ -146,7 +146,11 @@ def _collect(text: str, found: list[str], depth: int) -> None:
 
 
 def _authorize(ctx: RunContext, args: RunCommandArgs) -> AuthorizedCommand:
-    cwd = paths.resolve(ctx, args.cwd)
+    cwd = paths.resolve(ctx, args.cwd, must_exist=False)
+    if not os.path.lexists(cwd):
+        shown = paths.display(ctx, cwd)
+        raise NotFound(f"cwd {shown!r} does not exist yet.",
+                       hint=f"create it first: run_command(command=\"mkdir -p {shown}\"), then run this again")
     if not cwd.is_dir():
         raise BadArguments(f"cwd {args.cwd!r} is not a folder.", hint="cwd is a folder relative to the workspace")
     argv = split_command(args.command)
@@ -317,6 +321,8 @@ RUN_COMMAND = Tool(
         "'cmake -S src -B build', 'cmake --build build -j2', "
         "'meson setup build src --cross-file .xbuild/meson-cross.ini', '../src/configure --host=...' with cwd='build'. "
         "The result starts with [exit=N] (or [timed out after Ns]), "
-        f"then the first {HEAD_LINES} and last {TAIL_LINES} lines of output, and names the full log under "
-        f".xbuild/logs/ for read_file. Timeout: default {DEFAULT_TIMEOUT_S}s, at most {MAX_TIMEOUT_S}s."),
+        f"then the first {HEAD_LINES} and last {TAIL_LINES} lines of output with '[... N lines omitted ...]' between "
+        f"(lines over {OUTPUT_LINE_MAX_CHARS} characters are cut; past {OUTPUT_MAX_CHARS} characters in all only the "
+        "end is kept, marked '[... output cut ...]'), and names the full log under .xbuild/logs/ with its line count "
+        f"for read_file. Timeout: default {DEFAULT_TIMEOUT_S}s, at most {MAX_TIMEOUT_S}s."),
 )

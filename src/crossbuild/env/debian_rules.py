@@ -1,0 +1,214 @@
+"""What a Debian source package's `debian/rules` says about its build: the build system dh is told to use, the
+source and build folders, and the literal arguments its configure step passes. Read as text, never run (the file is
+the build's to write, and a Makefile can run anything): hints for build_status and the planner, not a recipe.
+
+Only what can be read without evaluating make is taken: `$(VAR)` is expanded when VAR is assigned plainly outside
+any conditional; arguments that still hold a `$`, or name a host path, are left out and counted as dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crossbuild.foundation import safefs
+
+# dh's build system names -> crossbuild's recipes (`dh --list` lists the others: pybuild, qmake, cargo, ...)
+_SYSTEMS = {"cmake": "cmake", "cmake+makefile": "cmake", "cmake+ninja": "cmake", "meson": "meson",
+            "meson+ninja": "meson", "autoconf": "autotools", "makefile": "make"}
+_CONDITIONAL_OPEN = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef)\b")
+_CONDITIONAL_END = re.compile(r"^\s*endif\b")
+_ASSIGNMENT = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\+=|:=|\?=|=)\s*(.*)$")
+_REFERENCE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]")
+_CURDIR = "@CURDIR@"  # the package root, where make runs debian/rules
+_DH_COMMAND = re.compile(r"^\s*-?(dh|dh_auto_configure|dh_auto_build)\s")
+_FOLDER_OPTIONS = {"--sourcedirectory": "sourcedir", "--sourcedir": "sourcedir", "-D": "sourcedir",
+                   "--builddirectory": "builddir", "-B": "builddir", "--buildsystem": "buildsystem", "-S": "buildsystem"}
+
+
+@dataclass(frozen=True)
+class DebianRules:
+    buildsystem: str | None = None  # as dh names it: cmake, autoconf, makefile, meson, pybuild, ...
+    sourcedir: str | None = None  # relative to the package root
+    builddir: str | None = None
+    autoreconf: bool | None = None  # `--with autoreconf` / `--without autoreconf`; None when rules do not say
+    configure_args: tuple[str, ...] = ()  # after `dh_auto_configure --`, the first unconditional call
+    dropped_args: tuple[str, ...] = field(default=())  # made of make variables or host paths
+
+    @property
+    def system(self) -> str | None:
+        """crossbuild's recipe for dh's build system: autoconf with `--without autoreconf` runs the shipped
+        configure; a build system crossbuild has no recipe for is None."""
+        system = _SYSTEMS.get(self.buildsystem or "")
+        return "configure" if system == "autotools" and self.autoreconf is False else system
+
+    def describe(self) -> str:
+        said = [f"dh --buildsystem={self.buildsystem}" if self.buildsystem else "dh picks the build system itself"]
+        if self.sourcedir:
+            said.append(f"source folder {self.sourcedir}/")
+        if self.autoreconf is not None:
+            said.append(f"{'with' if self.autoreconf else 'without'} autoreconf")
+        if self.configure_args:
+            said.append(f"configure arguments: {shlex.join(self.configure_args)}")
+        if self.dropped_args:
+            said.append(f"{len(self.dropped_args)} arguments left out (make variables or host paths)")
+        return "; ".join(said)
+
+
+def read(anchor: Path, rel: str = "src") -> DebianRules | None:
+    """The hints in ANCHOR/REL/debian/rules, or None when there is no such file (read through safefs, bounded)."""
+    try:
+        text = safefs.read_text(anchor, f"{rel}/debian/rules", max_bytes=1 << 20)
+    except (OSError, ValueError):
+        return None
+    return parse(text)
+
+
+def parse(text: str) -> DebianRules:
+    lines = _logical_lines(text)
+    variables = _plain_variables(lines)
+    found: dict[str, str] = {}
+    autoreconf: bool | None = None
+    configure: tuple[list[str], list[str]] | None = None
+    depth, target = 0, ""
+    for line in lines:
+        if _CONDITIONAL_OPEN.match(line):
+            depth += 1
+            continue
+        if _CONDITIONAL_END.match(line):
+            depth = max(0, depth - 1)
+            continue
+        if not line.startswith("\t") and ":" in line and not _ASSIGNMENT.match(line):
+            target = line.split(":", 1)[0].strip()  # the rule whose recipe follows
+        m = _DH_COMMAND.match(line)
+        if not m or target.endswith("-indep"):  # -indep rules build documentation, not the library
+            continue
+        options, rest = _split_at_dashdash(_words(_expand(line, variables))[1:])
+        for key, value in _options(options):
+            if key in ("with", "without"):
+                autoreconf = (key == "with") if "autoreconf" in value.split(",") else autoreconf
+                continue
+            value = value.replace(f"{_CURDIR}/", "").strip("/")
+            if not value or "$" in value or _CURDIR in value:
+                continue
+            if key == "buildsystem" and found.get(key) in _SYSTEMS:
+                continue  # brotli: pybuild in one branch, cmake in the other; crossbuild can use the latter
+            if key not in found or (key == "buildsystem" and value in _SYSTEMS):
+                found[key] = value
+        if m.group(1) == "dh_auto_configure" and configure is None and depth == 0 and rest is not None:
+            configure = _literal(rest)
+    kept, dropped = configure or ([], [])
+    return DebianRules(buildsystem=found.get("buildsystem"), sourcedir=found.get("sourcedir"),
+                       builddir=found.get("builddir"), autoreconf=autoreconf, configure_args=tuple(kept),
+                       dropped_args=tuple(dropped))
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Lines with backslash continuations joined, without comments (a `#` inside a recipe line is the shell's)."""
+    lines = []
+    for raw in re.sub(r"\\\n\s*", " ", text).splitlines():
+        if raw.lstrip().startswith("#"):
+            continue
+        line = raw if raw.startswith("\t") else raw.split(" #", 1)[0]
+        if line.strip():
+            lines.append(line.rstrip())
+    return lines
+
+
+def _plain_variables(lines: list[str]) -> dict[str, str]:
+    """VAR = value assignments outside conditionals (`+=` appends), in file order."""
+    variables: dict[str, str] = {}
+    depth = 0
+    for line in lines:
+        if _CONDITIONAL_OPEN.match(line):
+            depth += 1
+        elif _CONDITIONAL_END.match(line):
+            depth = max(0, depth - 1)
+        elif depth == 0 and not line.startswith("\t") and (m := _ASSIGNMENT.match(line)):
+            name, op, value = m.groups()
+            if op == "+=" and name in variables:
+                variables[name] = f"{variables[name]} {value}".strip()
+            elif op != "?=" or name not in variables:
+                variables[name] = value.strip()
+    return variables
+
+
+def _expand(text: str, variables: dict[str, str], depth: int = 0) -> str:
+    """TEXT with `$(VAR)`/`${VAR}` of plain variables substituted; any other reference (`$(shell ...)`, `$@`,
+    `$$x`, a variable set conditionally) becomes one word holding `$`, so it is never mistaken for an argument."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] != "$":
+            out.append(text[i])
+            i += 1
+            continue
+        if text[i + 1:i + 2] in ("(", "{"):
+            level, j = 0, i + 1
+            while j < len(text):
+                level += text[j] in "({"
+                level -= text[j] in ")}"
+                if level == 0:
+                    break
+                j += 1
+            name = text[i + 2:j]
+            if name == "CURDIR":
+                out.append(_CURDIR)
+            elif name in variables and depth < 5:
+                out.append(_expand(variables[name], variables, depth + 1))
+            else:
+                out.append("$(" + re.sub(r"\s+", "_", name) + ")")
+            i = j + 1
+        else:
+            out.append(text[i:i + 2].replace(" ", "") or "$")
+            i += 2
+    return "".join(out)
+
+
+def _words(line: str) -> list[str]:
+    try:
+        return shlex.split(line, comments=True)  # recipe lines are shell: `# ...` ends them
+    except ValueError:
+        return line.split()
+
+
+def _split_at_dashdash(words: list[str]) -> tuple[list[str], list[str] | None]:
+    if "--" in words:
+        i = words.index("--")
+        return words[:i], words[i + 1:]
+    return words, None
+
+
+def _options(words: list[str]):
+    """(key, value) for dh's folder and build-system options and `--with/--without`, in their spellings:
+    --opt=value, --opt value, -Bvalue, -B value, -O--opt=value."""
+    i = 0
+    while i < len(words):
+        word = words[i].removeprefix("-O")
+        name, eq, value = word.partition("=")
+        if name in ("--with", "--without"):
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+            i += 0 if eq else 1
+            yield name.lstrip("-"), value
+        elif name in _FOLDER_OPTIONS:
+            if not eq:
+                value = words[i + 1] if i + 1 < len(words) else ""
+                i += 1
+            yield _FOLDER_OPTIONS[name], value
+        elif word[:2] in ("-B", "-D", "-S") and len(word) > 2 and not word.startswith("--"):
+            yield _FOLDER_OPTIONS[word[:2]], word[2:]
+        i += 1
+
+
+def _literal(words: list[str]) -> tuple[list[str], list[str]]:
+    """The configure arguments that are plain text, and the ones left out (unknown make variables, host paths,
+    paths in the package crossbuild cannot place)."""
+    kept, dropped = [], []
+    for word in words:
+        value = word.split("=", 1)[-1]
+        if "$" in word or _CURDIR in word or value.startswith("/") or word.startswith("/"):
+            dropped.append(word)
+        else:
+            kept.append(word)
+    return kept, dropped

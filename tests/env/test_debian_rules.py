@@ -1,0 +1,61 @@
+"""debian/rules read as text: dh's build system, folders and the literal configure arguments; everything made of
+make variables that cannot be known without running make is left out and counted."""
+
+from __future__ import annotations
+
+from crossbuild.env import debian_rules
+from crossbuild.env.debian_rules import parse
+
+
+def test_build_system_folders_and_configure_arguments():
+    r = parse("#!/usr/bin/make -f\n"
+              "include /usr/share/dpkg/architecture.mk\n"
+              "COMMON = -DBUILD_DOCS=OFF \\\n\t-DWITH_ZLIB=ON\n"
+              "%:\n\tdh $@ --buildsystem=cmake+ninja --sourcedirectory=$(CURDIR)/build/cmake\n"
+              "override_dh_auto_configure:\n"
+              "\tdh_auto_configure -- $(COMMON) \\\n\t\t-DLIBDIR=lib/$(DEB_HOST_MULTIARCH) -DCERTS=/etc/ssl/ca.pem "
+              "-DSHARED=ON # the shared build\n")
+    assert r.buildsystem == "cmake+ninja" and r.system == "cmake"
+    assert r.sourcedir == "build/cmake"
+    assert r.configure_args == ("-DBUILD_DOCS=OFF", "-DWITH_ZLIB=ON", "-DSHARED=ON")
+    assert "-DLIBDIR=lib/$(DEB_HOST_MULTIARCH)" in r.dropped_args and "-DCERTS=/etc/ssl/ca.pem" in r.dropped_args
+
+
+def test_conditionals_and_documentation_rules_are_not_taken_as_the_configure_step():
+    r = parse("%:\n\tdh $@\n"
+              "override_dh_auto_configure-indep:\n\tdh_auto_configure -- --enable-docs\n"
+              "override_dh_auto_configure-arch:\n"
+              "ifeq ($(DEB_HOST_ARCH),mips)\n\tdh_auto_configure -- --disable-asm\nendif\n"
+              "\tdh_auto_configure -- --without-python\n")
+    assert r.buildsystem is None and r.system is None  # dh chooses; crossbuild's own detection stands
+    assert r.configure_args == ("--without-python",)
+
+
+def test_short_options_and_autoreconf():
+    r = parse("%:\n\tdh $@ -Bbuild -O--buildsystem=autoconf --without autoreconf\n")
+    assert (r.builddir, r.buildsystem, r.autoreconf, r.system) == ("build", "autoconf", False, "configure")
+    r = parse("%:\n\tdh $@ --with autoreconf,python3\n")
+    assert r.autoreconf is True and r.system is None
+
+
+def test_a_build_system_crossbuild_can_use_wins_over_one_it_cannot():
+    r = parse("ifeq (,$(filter nopython,$(DEB_BUILD_PROFILES)))\n%:\n\tdh $@ --buildsystem=pybuild\n"
+              "else\n%:\n\tdh $@ --buildsystem=cmake\nendif\n")
+    assert r.system == "cmake"
+
+
+def test_shell_calls_and_unknown_variables_never_become_arguments():
+    r = parse("%:\n\tdh $@\noverride_dh_auto_configure:\n"
+              "\tdh_auto_configure -- --enable-threads $(shell dpkg-buildflags --export=configure) $(EXTRA) x=$$HOME\n")
+    assert r.configure_args == ("--enable-threads",)
+    assert len(r.dropped_args) == 3 and all("$" in a for a in r.dropped_args)
+
+
+def test_read_finds_the_file_below_the_workspace_and_never_follows_a_link(tmp_path):
+    (tmp_path / "src" / "debian").mkdir(parents=True)
+    (tmp_path / "src" / "debian" / "rules").write_text("%:\n\tdh $@ --buildsystem=meson\n")
+    assert debian_rules.read(tmp_path).system == "meson"
+    (tmp_path / "other" / "debian").mkdir(parents=True)
+    (tmp_path / "other" / "debian" / "rules").symlink_to("/etc/passwd")
+    assert debian_rules.read(tmp_path, "other") is None
+    assert debian_rules.read(tmp_path, "missing") is None
