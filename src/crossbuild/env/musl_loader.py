@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from crossbuild.env import sandbox, workspace
-from crossbuild.env.musl_sysroot import MUSL_VERSION, loader_path, sysroot_for, sysroots_root
+from crossbuild.env.musl_sysroot import MUSL_VERSION, loader_path, stamp_text, sysroot_for, sysroots_root
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import host
 from crossbuild.foundation.targets import Target
@@ -81,14 +81,21 @@ def _compiler_rt_archive(zig: Path, zig_target: str, scratch: Path) -> Path:
     return Path(found[-1])
 
 
+def _libc_level(name: str) -> bool:
+    """Whether a compiler-rt symbol is one musl defines and must export: plain libc names (memcpy, sqrt), the stack
+    protector's (__stack_chk_fail, __stack_chk_guard: every -fstack-protector program needs them) and ARM EABI's
+    memory helpers (__aeabi_memcpy...)."""
+    return not name.startswith("__") or name.startswith(("__stack_chk_", "__aeabi_mem"))
+
+
 def _localized_compiler_rt(archive: Path, dest: Path) -> Path:
-    """A copy of compiler-rt whose libc-level symbols (names not starting with '__') are local."""
+    """A copy of compiler-rt whose libc-level symbols are local, so musl's own definitions are exported."""
     tools = {name: shutil.which(name) for name in ("llvm-nm", "llvm-objcopy")}
     if not all(tools.values()):
         raise LoaderBuildError("building the musl loader needs llvm-nm and llvm-objcopy: `apt-get install llvm`")
     r = subprocess.run([tools["llvm-nm"], str(archive)], capture_output=True, text=True, check=True)
     names = sorted({parts[2] for line in r.stdout.splitlines() if len(parts := line.split()) == 3
-                    and parts[1] in ("W", "T") and not parts[2].startswith("__")})
+                    and parts[1] in ("W", "V", "T", "D", "B") and _libc_level(parts[2])})
     subprocess.run([tools["llvm-objcopy"], *(f"--localize-symbol={n}" for n in names), str(archive), str(dest)],
                    check=True, capture_output=True)
     return dest
@@ -138,7 +145,9 @@ def _build(target: Target, dest: Path, source: str, progress: Callable[[str], No
         shutil.copy2(ws.src / "lib" / "libc.so", tmp)
         tmp.replace(dest)
         version = (ws.src / "VERSION").read_text().strip() if (ws.src / "VERSION").exists() else "?"
-        (dest.parent / "MUSL_VERSION").write_text(version + "\n")
+        if version != MUSL_VERSION:
+            raise LoaderBuildError(f"{source} is musl {version}, not {MUSL_VERSION} (the musl zig links against)")
+        (dest.parent / "MUSL_VERSION").write_text(stamp_text())
         return dest
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
