@@ -5,6 +5,7 @@ for aarch64-linux-musl and riscv64-linux-musl."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 
 import pytest
@@ -202,3 +203,26 @@ def test_a_project_whose_tests_miss_its_own_header_is_not_built_as_its_own_depen
     r, out = _build(tmp_path, "debian:libconfig", "aarch64-linux-musl")
     assert out.get("status") == "failed", r.stdout[-3000:] + r.stderr[-2000:]
     assert "which is what is being built here" in out["message"]
+
+
+@pytest.mark.slow
+def test_debian_rules_switches_that_only_turn_features_off_are_followed_and_said(tmp_path):
+    """Debian's maintainers turned documentation off: the planner does too. Their tests switch and a switch that
+    turns a feature on (it could need a dependency) are not taken; the tests stay the proof."""
+    project = tmp_path / "calc"
+    shutil.copytree(EXAMPLE, project)
+    (project / "debian").mkdir()
+    (project / "debian" / "rules").write_text(
+        "#!/usr/bin/make -f\n%:\n\tdh $@ --buildsystem=cmake\noverride_dh_auto_configure:\n"
+        "\tdh_auto_configure -- -DCALC_DOCS=OFF -DBUILD_TESTING=OFF -DWITH_FROB=ON "
+        "-DLIBDIR=lib/$(DEB_HOST_MULTIARCH)\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and "from debian/rules: -DCALC_DOCS=OFF" in out["message"]
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    commands = [json.loads(a)["command"] for (a,) in conn.execute(
+        "SELECT parsed_arguments_json FROM tool_calls WHERE run_id=? AND name='run_command'", (out["run_id"],))]
+    configure = next(c for c in commands if c.startswith("cmake -S"))
+    assert "-DCALC_DOCS=OFF" in configure
+    assert "BUILD_TESTING=OFF" not in configure and "WITH_FROB" not in configure and "LIBDIR" not in configure
+    assert [run for run in out["verify"]["smoke_runs"] if run["passed"]]  # the tests still ran

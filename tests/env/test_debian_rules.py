@@ -59,3 +59,12 @@ def test_read_finds_the_file_below_the_workspace_and_never_follows_a_link(tmp_pa
     (tmp_path / "other" / "debian" / "rules").symlink_to("/etc/passwd")
     assert debian_rules.read(tmp_path, "other") is None
     assert debian_rules.read(tmp_path, "missing") is None
+
+
+def test_only_switches_that_turn_a_feature_off_are_offered_and_never_the_proof():
+    args = ["-DFMT_DOC=off", "-DX:BOOL=OFF", "-DBUILD_TESTING=OFF", "-DENABLE_PROGRAMS=OFF", "-DUSE_HTTPS=mbedTLS",
+            "-DWITH_Y=ON", "--disable-static", "--without-openssl", "--disable-tests", "--enable-z", "--disable-q=no"]
+    assert debian_rules.switches_off(args, "cmake") == {"cmake_args": ["-DFMT_DOC=off", "-DX:BOOL=OFF"],
+                                                        "configure_args": ["--disable-static", "--without-openssl"]}
+    assert list(debian_rules.switches_off(["-DDOCS=false"], "meson")) == ["meson_args"]
+    assert debian_rules.switches_off(["-DDOCS=false"], None) == {"cmake_args": ["-DDOCS=false"]}  # Meson would stop

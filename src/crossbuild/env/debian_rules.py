@@ -22,6 +22,8 @@ _CONDITIONAL_OPEN = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef)\b")
 _CONDITIONAL_END = re.compile(r"^\s*endif\b")
 _ASSIGNMENT = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\+=|:=|\?=|=)\s*(.*)$")
 _REFERENCE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]")
+_OFF_VALUE = re.compile(r"^-D[\w.-]+(?::\w+)?=(?:OFF|off|Off|FALSE|false|NO|no|0|disabled)$")
+_PROOF_OPTION = re.compile(r"TEST|CHECK|PROGRAM|EXAMPLE|DEMO|SAMPLE|BENCH", re.IGNORECASE)
 _CURDIR = "@CURDIR@"  # the package root, where make runs debian/rules
 _DH_COMMAND = re.compile(r"^\s*-?(dh|dh_auto_configure|dh_auto_build)\s")
 _FOLDER_OPTIONS = {"--sourcedirectory": "sourcedir", "--sourcedir": "sourcedir", "-D": "sourcedir",
@@ -55,6 +57,23 @@ class DebianRules:
         if self.dropped_args:
             said.append(f"{len(self.dropped_args)} arguments left out (make variables or host paths)")
         return "; ".join(said)
+
+
+def switches_off(configure_args: list[str], system: str | None) -> dict[str, list[str]]:
+    """The arguments of Debian's configure step that can only turn a feature off (-DX=OFF, --disable-x,
+    --without-x: documentation, a TLS backend, a variant of the library), keyed by the recipe argument list they
+    join; never one that turns something on (it could need a dependency), and never the tests, programs or examples
+    the verifier runs as proof. An unknown -D only warns in CMake and an unknown --disable-x only warns in
+    configure, but Meson stops on an unknown option: -D goes to Meson only when dh builds with Meson too."""
+    off: dict[str, list[str]] = {}
+    for arg in configure_args:
+        if _PROOF_OPTION.search(arg):
+            continue
+        if _OFF_VALUE.match(arg):
+            off.setdefault("meson_args" if system == "meson" else "cmake_args", []).append(arg)
+        elif arg.startswith(("--disable-", "--without-")) and "=" not in arg:
+            off.setdefault("configure_args", []).append(arg)
+    return off
 
 
 def read(anchor: Path, rel: str = "src") -> DebianRules | None:

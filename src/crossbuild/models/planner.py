@@ -2,7 +2,10 @@
 build_status for the build system and its standard recipe, runs the steps, and when a step fails applies the
 structured actions of the knowledge-base entries attached to the result, then starts again — until the verifier
 passes or it runs out of ideas, and then it says plainly what blocked it. It is the baseline every model is
-compared against."""
+compared against.
+
+Longer than ~350 lines: one policy over one state (PlannerState); each phase is a short handler, and modules per
+phase would only pass the state around."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from crossbuild.env import debian_rules
 from crossbuild.models.base import Message, ToolCall, Turn
 from crossbuild.tools.base import Toolset
 
@@ -164,6 +168,15 @@ class Planner:
             s.blocked_reason = f"no build system found ({s.system})"
             return
         s.phase = "steps"
+        self._take_debian_hints(data.get("debian_rules") or {})
+
+    def _take_debian_hints(self, rules: dict[str, Any]) -> None:
+        """Debian's own configure switches that can only turn a feature off (debian_rules.switches_off)."""
+        off = debian_rules.switches_off(rules.get("configure_args", []), rules.get("system"))
+        for key, args in off.items():
+            self.state.extra[key] += args
+        if off:
+            self.state.notes.append(f"from debian/rules: {' '.join(a for args in off.values() for a in args)}")
 
     def _on_switched(self, data: dict[str, Any], result: Message) -> None:
         s = self.state
