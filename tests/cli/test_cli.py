@@ -218,3 +218,17 @@ def test_build_then_runs_list_show_stats(tmp_path):
     r = cb("runs", "stats", "--db", db)
     assert r.returncode == 0 and "run_command" in r.stdout and "failure rate" in r.stdout
     assert "knowledge-base attachments" in r.stdout and "median steps" in r.stdout
+
+
+def test_listings_survive_a_pipe(tmp_path):
+    """Piped (as here: stdout is not a terminal), tables are one row per line with whole cells, never cut at 80
+    columns: `crossbuild targets | grep riscv` finds the full names, and the names other tools use."""
+    rows = [line.split("\t") for line in cb("targets").stdout.splitlines()]
+    riscv = [r for r in rows if "riscv" in r[0]]
+    assert [r[0] for r in riscv] == ["riscv64-linux-musl", "riscv64-linux-gnu"]
+    assert "riscv64gc-unknown-linux-gnu" in riscv[1][-1].split() and "riscv64" in riscv[1][-1].split()
+    listed = json.loads(cb("targets", "--json").stdout)
+    assert {t["name"] for t in listed} >= {"aarch64-linux-musl", "x86_64-windows-gnu"}
+    kb_rows = cb("kb", "list").stdout.splitlines()
+    assert len(kb_rows) == len(json.loads(cb("kb", "list", "--json").stdout))
+    assert all("\t" in row and "…" not in row for row in kb_rows)

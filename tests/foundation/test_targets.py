@@ -53,3 +53,34 @@ def test_bad_versions_and_nonsense():
         parse_target("aarch64-linux-musl.2.28")
     with pytest.raises(UnknownTargetError, match="Known targets"):
         parse_target("sparc-solaris")
+
+
+@pytest.mark.parametrize("typed, canonical", [
+    ("aarch64-unknown-linux-gnu", "aarch64-linux-gnu"),  # Rust triples, as cargo, cross-rs, cargo-zigbuild
+    ("aarch64-unknown-linux-musl", "aarch64-linux-musl"),
+    ("riscv64gc-unknown-linux-gnu", "riscv64-linux-gnu"),
+    ("armv7-unknown-linux-gnueabihf", "arm-linux-gnueabihf"),
+    ("x86_64-pc-windows-gnu", "x86_64-windows-gnu"),
+    ("aarch64-unknown-linux-gnu.2.17", "aarch64-linux-gnu.2.17"),  # cargo-zigbuild's glibc suffix
+    ("arm64", "aarch64-linux-gnu"),  # Debian's architectures: Debian fixes the libc
+    ("armhf", "arm-linux-gnueabihf"),
+    ("riscv64", "riscv64-linux-gnu"),
+    ("amd64", "x86_64-linux-gnu"),
+    ("musl-linux-arm64", "aarch64-linux-musl"),
+])
+def test_names_from_other_tools_resolve_to_crossbuilds_targets(typed, canonical):
+    t = parse_target(typed)
+    assert t.name == canonical
+    assert t.zig_target == canonical
+
+
+@pytest.mark.parametrize("typed, choices", [
+    ("linux/arm64", ("aarch64-linux-musl (musl)", "aarch64-linux-gnu (glibc)")),  # Docker platforms
+    ("linux/riscv64", ("riscv64-linux-musl", "riscv64-linux-gnu")),
+    ("linux/arm/v7", ("arm-linux-musleabihf", "arm-linux-gnueabihf")),
+    ("aarch64", ("aarch64-linux-musl", "aarch64-linux-gnu")),
+])
+def test_a_name_without_its_c_library_lists_the_choices(typed, choices):
+    with pytest.raises(UnknownTargetError, match="names a machine, not its C library") as e:
+        parse_target(typed)
+    assert all(c in str(e.value) for c in choices)

@@ -15,7 +15,7 @@ from rich.table import Table
 from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.events import Event
 from crossbuild.agent.session import BuildRequest, build
-from crossbuild.cli.common import console, err, open_trace, print_report, target_from
+from crossbuild.cli.common import console, err, open_trace, print_report, print_table, target_from
 from crossbuild.env import workspace
 from crossbuild.foundation.background import call_in_thread
 from crossbuild.models import ModelConfig, ModelConfigError
@@ -182,7 +182,7 @@ def runs_list(db: Path = typer.Option(None, "--db"), limit: int = typer.Option(2
     for r in rows:
         table.add_row(r["id"], r["source"], r["target"], r["model"], r["status"], r["stop_reason"] or "",
                       str(r["steps"]), str(r["tool_calls"]), f"{r['wall_s'] or 0:.1f}s", str(r["tokens"] or 0))
-    console.print(table)
+    print_table(table)
 
 
 @runs_app.command("show")
@@ -246,7 +246,7 @@ def runs_stats(db: Path = typer.Option(None, "--db"), model: str = typer.Option(
         errors = ", ".join(f"{k} {v}" for k, v in t["errors"].most_common(3))
         table.add_row(name, str(t["calls"]), str(t["failed"]), f"{t['failed'] / t['calls']:.0%}", errors,
                       f"{t['time_s']:.1f}s")
-    console.print(table)
+    print_table(table)
     console.print(f"repeated identical calls: {s.repeated_calls} · permission denials: {s.permission_denials}")
     kb = ", ".join(f"{k} {v} (in verified runs {s.kb_in_verified_runs[k]})" for k, v in s.kb_attachments.most_common())
     console.print(f"knowledge-base attachments: {sum(s.kb_attachments.values())}" + (f" — {kb}" if kb else ""))
@@ -304,7 +304,7 @@ def deps_list(as_json: bool = typer.Option(False, "--json")) -> None:
     for e in entries:
         table.add_row(e.target, e.source, e.version or "default", str(len(e.files)), f"{e.build_s:.0f}s",
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(e.built_at)), e.run_id or "")
-    console.print(table)
+    print_table(table)
 
 
 @deps_app.command("clear")

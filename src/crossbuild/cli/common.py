@@ -10,13 +10,26 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from crossbuild.foundation.targets import Target, UnknownTargetError, parse_target
 from crossbuild.proof.verify import VerifyReport
 from crossbuild.trace import store as trace_store
 
-console = Console()
-err = Console(stderr=True)
+# Piped, Rich would wrap every line at 80 columns; soft wrap leaves lines whole (tables: print_table)
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def print_table(table: Table) -> None:
+    """A table for a person at a terminal; piped, one row per line with tab-separated cells, never cut (as `gh`
+    prints), so `crossbuild targets | grep riscv` finds whole names."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    cells = [[Text.from_markup(c) if isinstance(c, str) else c for c in col.cells] for col in table.columns]
+    for row in zip(*cells):
+        print("\t".join(c.plain if isinstance(c, Text) else str(c) for c in row))
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -58,7 +71,7 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
         table.add_row(a["path"], a["kind"], a["format"], str(a.get("machine")), details, mark)
     if len(shown) > 60:
         table.add_row(f"... {len(shown) - 60} more", "", "", "", "", "")
-    console.print(table)
+    print_table(table)
     counts = ", ".join(f"{k}: {v}" for k, v in report.counts.items())
     console.print(f"counted: {counts}; configure probes excluded: {report.probes_excluded}")
     if report.linker_temporaries:
@@ -74,7 +87,7 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
             style = "yellow" if r.skipped else "red" if r.failed else "green"
             result = f"[{style}]{escape(r.outcome())}[/]"
             runs.add_row(r.path, result, f"{r.duration_s:.2f}s", r.output_tail[-300:])
-        console.print(runs)
+        print_table(runs)
     if report.ok:
         console.print(f"[bold green]VERIFIED[/] for {report.target}")
     else:

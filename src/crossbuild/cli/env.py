@@ -9,11 +9,11 @@ import typer
 from rich.table import Table
 
 from crossbuild import __version__
-from crossbuild.cli.common import console, err, target_from
+from crossbuild.cli.common import console, err, print_table, target_from
 from crossbuild.env import doctor as doctor_mod
 from crossbuild.env import workspace
 from crossbuild.env.toolchain import Toolchain
-from crossbuild.foundation.targets import TARGETS
+from crossbuild.foundation.targets import TARGETS, aliases_of
 
 app = typer.Typer()
 
@@ -27,7 +27,7 @@ def version() -> None:
 @app.command()
 def targets(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """The supported targets and what crossbuild knows about each."""
-    rows = [t.facts() for t in TARGETS.values()]
+    rows = [{**t.facts(), "also_accepted": " ".join(aliases_of(t.name))} for t in TARGETS.values()]
     if as_json:
         console.print_json(json.dumps(rows))
         return
@@ -36,7 +36,7 @@ def targets(as_json: bool = typer.Option(False, "--json", help="Machine-readable
         table.add_column(col)
     for r in rows:
         table.add_row(*r.values())
-    console.print(table)
+    print_table(table)
 
 
 @app.command()
@@ -52,7 +52,7 @@ def doctor(as_json: bool = typer.Option(False, "--json")) -> None:
         for c in checks:
             style = {"ok": "green", "missing": "red", "warn": "yellow"}[c.status]
             table.add_row(c.name, f"[{style}]{c.status.upper()}[/]", c.detail)
-        console.print(table)
+        print_table(table)
     if any(c.status == "missing" and c.required for c in checks):
         raise typer.Exit(1)
 
@@ -80,7 +80,7 @@ def env(
     table.add_column("value", overflow="fold")
     for k, v in sorted(tc.env.vars.items()):
         table.add_row(k, v)
-    console.print(table)
+    print_table(table)
     console.print("CMake:     cmake -S . -B build " + " ".join(tc.cmake_args()))
     console.print("Meson:     meson setup build " + " ".join(tc.meson_args()))
     console.print("autotools: ./configure " + " ".join(tc.configure_args()))

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from crossbuild.cli.common import console, err, open_trace
+from crossbuild.cli.common import console, err, open_trace, print_table
 
 kb_app = typer.Typer(help="The knowledge base of cross-build failures attached to failed steps.",
                      no_args_is_help=True)
@@ -33,7 +33,7 @@ def kb_list(as_json: bool = typer.Option(False, "--json")) -> None:
         table.add_column(col, overflow="fold")
     for e in k.entries.values():
         table.add_row(e.id, escape(e.title), ", ".join(a.kind for a in e.actions) or "-")
-    console.print(table)
+    print_table(table)
 
 
 @kb_app.command("show")
@@ -91,7 +91,7 @@ def kb_eval(show_misses: bool = typer.Option(False, "--misses", help="List the q
         table.add_column(col)
     for kind, s in r.kinds.items():
         table.add_row(kind, str(s.n), f"{s.recall1:.3f}", f"{s.recall3:.3f}", f"{s.mrr:.3f}")
-    console.print(table)
+    print_table(table)
     console.print(f"false attachments on {r.negatives} outputs that match no entry: {r.false_attachments} "
                   f"({r.false_attachment_rate:.1%}); {r.ms_per_query:.2f} ms/query")
     unseen = r.kinds.get("unseen")

@@ -151,7 +151,38 @@ ALIASES = {
     "armv7-linux-musleabihf": "arm-linux-musleabihf",
     "armv7-linux-gnueabihf": "arm-linux-gnueabihf",
     "x86_64-w64-mingw32": "x86_64-windows-gnu",
+    # Rust's triples (cargo, cross-rs, cargo-zigbuild; their `.2.17` glibc suffix works as on crossbuild's names)
+    "aarch64-unknown-linux-gnu": "aarch64-linux-gnu",
+    "aarch64-unknown-linux-musl": "aarch64-linux-musl",
+    "x86_64-unknown-linux-gnu": "x86_64-linux-gnu",
+    "x86_64-unknown-linux-musl": "x86_64-linux-musl",
+    "riscv64gc-unknown-linux-gnu": "riscv64-linux-gnu",
+    "riscv64gc-unknown-linux-musl": "riscv64-linux-musl",
+    "armv7-unknown-linux-gnueabihf": "arm-linux-gnueabihf",
+    "armv7-unknown-linux-musleabihf": "arm-linux-musleabihf",
+    "x86_64-pc-windows-gnu": "x86_64-windows-gnu",
+    # Debian's architecture names, whose libc Debian fixes: `arm64` is glibc, `musl-linux-arm64` is musl
+    "arm64": "aarch64-linux-gnu",
+    "amd64": "x86_64-linux-gnu",
+    "riscv64": "riscv64-linux-gnu",
+    "armhf": "arm-linux-gnueabihf",
+    "musl-linux-arm64": "aarch64-linux-musl",
+    "musl-linux-amd64": "x86_64-linux-musl",
+    "musl-linux-riscv64": "riscv64-linux-musl",
+    "musl-linux-armhf": "arm-linux-musleabihf",
 }
+
+# Names that say the machine but not its C library (a Docker platform is glibc in a Debian image and musl in an
+# Alpine one): refused with the choices, never guessed.
+MACHINE_ONLY = {
+    "linux/arm64": "aarch64", "linux/arm64/v8": "aarch64", "linux/amd64": "x86_64", "linux/riscv64": "riscv64",
+    "linux/arm/v7": "arm", "aarch64": "aarch64", "x86_64": "x86_64", "armv7": "arm",
+}
+
+
+def aliases_of(name: str) -> list[str]:
+    """The other names that resolve to target NAME (for `crossbuild targets`)."""
+    return [alias for alias, canonical in ALIASES.items() if canonical == name]
 
 # zig ships glibc stubs from 2.17 on; Debian 12 itself has 2.36.
 _GLIBC_MIN = (2, 17)
@@ -162,6 +193,10 @@ _GLIBC_SUFFIX = re.compile(r"^(?P<base>.+-gnu(?:eabihf)?)\.(?P<major>\d+)\.(?P<m
 def parse_target(name: str) -> Target:
     """Resolve a user-typed target name, e.g. 'aarch64-linux-gnu.2.28'. Raises UnknownTargetError."""
     text = name.strip()
+    if text in MACHINE_ONLY:
+        choices = [t for t in TARGETS.values() if t.arch == MACHINE_ONLY[text] and t.os == "linux"]
+        raise UnknownTargetError(f"{name!r} names a machine, not its C library: choose "
+                                 + " or ".join(f"{t.name} ({t.libc})" for t in choices))
     if text in ALIASES:
         text = ALIASES[text]
     if text in TARGETS:
@@ -177,7 +212,7 @@ def parse_target(name: str) -> Target:
                 f"glibc {version[0]}.{version[1]} is outside what zig can target "
                 f"({_GLIBC_MIN[0]}.{_GLIBC_MIN[1]}–{_GLIBC_MAX[0]}.{_GLIBC_MAX[1]}); try {base}.2.28"
             )
-        return replace(TARGETS[base], name=text, glibc_version=version)
+        return replace(TARGETS[base], name=f"{base}.{version[0]}.{version[1]}", glibc_version=version)
     if re.match(r"^.+-(musl|musleabihf)\.\d+\.\d+$", text):
         raise UnknownTargetError(
             f"unknown target {name!r}: a libc version suffix only applies to glibc (-gnu) targets"
