@@ -1,5 +1,5 @@
 """`python -m crossbuild` runs the command line (the evaluation runner starts each cell this way)."""
 
-from crossbuild.cli import app
+from crossbuild.cli import main
 
-app(prog_name="crossbuild")
+main()

@@ -232,3 +232,36 @@ def test_listings_survive_a_pipe(tmp_path):
     kb_rows = cb("kb", "list").stdout.splitlines()
     assert len(kb_rows) == len(json.loads(cb("kb", "list", "--json").stdout))
     assert all("\t" in row and "…" not in row for row in kb_rows)
+
+
+def test_every_bad_command_line_gets_one_line_and_status_2(tmp_path):
+    """Wrong paths, unknown targets and commands, missing arguments, files that are not what they claim: one line
+    on stderr, exit status 2, nothing written where it should not be, never a traceback."""
+    (tmp_path / "bad.db").write_text("not sqlite\n")
+    (tmp_path / "bad.toml").write_text("name = [\n")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("a user's own file\n")
+    ex, bad = str(EXAMPLE), str(tmp_path)
+    cases = [
+        ("nosuchcommand",), ("build",), ("targets", "--bogus"), ("kb", "show"), ("bench", "/nonexistent"),
+        ("verify", "/nonexistent", "-t", "aarch64-linux-musl"), ("verify", bad, "-t", "nosuch"),
+        ("env", "nosuch"), ("env", "aarch64-linux-musl", "-w", "/proc/1"), ("musl-loader", "x86_64-windows-gnu"),
+        ("quick", "/nonexistent", "-t", "aarch64-linux-musl"), ("quick", ex, "-t", "linux/arm64"),
+        ("quick", ex, "-t", "aarch64-linux-musl", "-w", f"{bad}/full"),
+        ("build", ex, "-t", "aarch64-linux-musl", "-w", f"{bad}/bad.toml"),
+        ("build", ex, "-t", "aarch64-linux-musl", "--db", f"{bad}/bad.db"),
+        ("build", ex, "-t", "aarch64-linux-musl", "--model", "nosuchmodel", "-w", f"{bad}/ws-model"),
+        ("runs", "list", "--db", "/nonexistent.db"), ("runs", "list", "--db", f"{bad}/bad.db"),
+        ("runs", "show", "x", "--db", f"{bad}/bad.db"), ("runs", "stats", "--db", f"{bad}/bad.db"),
+        ("deps", "resolve", ""), ("kb", "show", "nosuch"), ("mcp", "--root", "/nonexistent"), ("mcp", "-t", "nosuch"),
+        ("eval", "run", "/nonexistent", "--targets", "aarch64-linux-musl", "--out", f"{bad}/o"),
+        ("eval", "run", f"{bad}/bad.toml", "--targets", "aarch64-linux-musl", "--out", f"{bad}/o"),
+        ("eval", "run", ex, "--targets", "aarch64-linux-musl"), ("eval", "report", "/nonexistent"),
+        ("eval", "compare", "/nonexistent", "/nonexistent2"),
+    ]
+    for args in cases:
+        r = cb(*args, timeout=120)
+        lines = [line for line in r.stderr.splitlines() if line.strip()]
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (args, r.stderr[-1500:])
+        assert "Traceback" not in r.stdout + r.stderr
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == ["notes.txt"]  # nothing landed among them

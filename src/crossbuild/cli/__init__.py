@@ -3,9 +3,13 @@ no build logic lives in any of them."""
 
 from __future__ import annotations
 
-import typer
+import sys
 
-from crossbuild.cli import bench, build, env, evaluation, kb, mcp, proof
+import typer
+from typer.exceptions import TyperException
+from rich.markup import escape
+
+from crossbuild.cli import bench, build, common, env, evaluation, kb, mcp, proof
 
 app = typer.Typer(
     help="Cross-compile real C/C++ projects with zig cc, and prove the result.",
@@ -17,3 +21,19 @@ app.add_typer(build.runs_app, name="runs")
 app.add_typer(build.deps_app, name="deps")
 app.add_typer(kb.kb_app, name="kb")
 app.add_typer(evaluation.eval_app, name="eval")
+
+
+def main() -> None:
+    """The `crossbuild` command. A bad command line gets one line on stderr and its exit status (2 for usage), like
+    every other error crossbuild reports, instead of a usage box."""
+    try:
+        code = app(prog_name="crossbuild", standalone_mode=False)
+    except TyperException as e:  # Typer's own Click: UsageError, BadParameter, NoSuchOption, ...
+        ctx = getattr(e, "ctx", None)
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        common.err.print(f"[red]error:[/] {escape(e.format_message())}{where}")
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        common.err.print("aborted")
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -112,6 +112,8 @@ def build_command(
 ) -> None:
     """Cross-build SOURCE with an agent until the verifier accepts it. Exit 0 only when verified."""
     t = target_from(target)
+    if db is not None and db.exists():
+        open_trace(db).close()  # a file that is not a trace database ends here, in one line
     req = BuildRequest(source=source, target=t, budgets=Budgets(max_steps=max_steps), db=db,
                        workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None, jobs=jobs,
                        keep=keep, sandbox_backend=sandbox_backend, dep_sources=_dep_sources(dep_source),
@@ -266,6 +268,8 @@ def deps_resolve(name: str = typer.Argument(..., help="What a build asks for: ZL
     from crossbuild.env import debian_index
     from crossbuild.env import dependency_cache as deps
 
+    if not name.strip():
+        raise typer.BadParameter("give a name a build asks for, e.g. ZLIB, zlib.h or -lz", param_hint="NAME")
     try:
         package = deps.resolve(name)
         answer = package.source

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import NoReturn
 
@@ -49,7 +50,10 @@ def open_trace(db: Path | None):
     path = db or trace_store.default_path()
     if not path.exists():
         fail(f"no trace database at {path} (run crossbuild build first, or pass --db)")
-    return trace_store.connect(path)
+    try:
+        return trace_store.connect(path)
+    except sqlite3.DatabaseError as e:
+        fail(f"{path} is not a crossbuild trace database ({e}); pass --db with the runs.db a build wrote")
 
 
 def print_report(report: VerifyReport, as_json: bool) -> None:

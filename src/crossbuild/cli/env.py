@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from crossbuild import __version__
-from crossbuild.cli.common import console, err, print_table, target_from
+from crossbuild.cli.common import console, err, fail, print_table, target_from
 from crossbuild.env import doctor as doctor_mod
 from crossbuild.env import workspace
 from crossbuild.env.toolchain import Toolchain
@@ -67,7 +67,11 @@ def env(
 ) -> None:
     """Write the toolchain files for TARGET and print the BuildEnv, to cross-build by hand."""
     # a person's own shell: zig writes the shared cache directly (no sandbox, no layer)
-    tc = Toolchain.for_target(target_from(target), workspace_dir, prefix=prefix, isolated=False).materialise()
+    try:
+        tc = Toolchain.for_target(target_from(target), workspace_dir, prefix=prefix, isolated=False).materialise()
+    except OSError as e:
+        fail(f"cannot write the toolchain files into {workspace_dir}: {e.strerror or e}; choose a folder you can "
+             "write (-w)")
     if shell:
         print(tc.env.shell_exports())
         return

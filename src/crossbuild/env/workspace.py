@@ -91,6 +91,11 @@ def prepare(source: str, root: str | Path) -> Workspace:
     ws = Workspace(Path(root).resolve())
     if ws.src.exists():
         raise SourceError(f"{ws.src} already exists: choose a new workspace folder")
+    if ws.root.exists() and not ws.root.is_dir():
+        raise SourceError(f"{ws.root} is a file: choose a new or empty workspace folder")
+    if ws.root.is_dir() and any(ws.root.iterdir()):  # src/, build/, install/ and .xbuild/ would land among its files
+        raise SourceError(f"{ws.root} is a folder with files in it, not a crossbuild workspace: choose a new or "
+                          "empty workspace folder")
     created = not ws.root.exists()
     ws.root.mkdir(parents=True, exist_ok=True)
     try:

@@ -51,6 +51,8 @@ class CorpusError(ValueError):
 
 def load(path: str | Path, only: list[str] | None = None) -> list[Project]:
     path = Path(path)
+    if not path.exists():
+        raise CorpusError(f"{path} does not exist: give a corpus folder of project manifests (*.toml) or one manifest")
     files = sorted(path.glob("*.toml")) if path.is_dir() else [path]
     if not files:
         raise CorpusError(f"no manifests (*.toml) in {path}")
@@ -58,7 +60,7 @@ def load(path: str | Path, only: list[str] | None = None) -> list[Project]:
     for f in files:
         try:
             p = Project(**tomllib.loads(f.read_text()), manifest=f.resolve())
-        except (tomllib.TOMLDecodeError, ValueError) as e:
+        except (tomllib.TOMLDecodeError, ValueError, UnicodeDecodeError, OSError) as e:
             raise CorpusError(f"{f}: {e}") from None
         projects.append(p)
     names = [p.name for p in projects]
