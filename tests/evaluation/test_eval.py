@@ -129,3 +129,17 @@ def test_a_killed_runner_resumes_without_redoing_finished_cells(tmp_path):
     assert sorted(row["project"] for row in rows) == ["one", "three", "two"]
     assert rows[: len(first)] == first  # finished cells were not run again
     shutil.rmtree(out / "work", ignore_errors=True)
+
+
+def test_without_matplotlib_the_report_says_its_plots_were_skipped(tmp_path, monkeypatch):
+    """matplotlib is the `report` extra: a report made without it is whole, and says what it left out."""
+    import sys
+
+    from crossbuild.evaluation.report import build_report
+
+    shutil.copytree(ROOT / "docs" / "results" / "dev-planner", tmp_path / "r",
+                    ignore=shutil.ignore_patterns("*.png", "REPORT.md"))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    report = build_report(tmp_path / "r")
+    assert "Plots skipped: matplotlib is not installed" in report.markdown and not report.plots
+    assert "## Plots" not in report.markdown and not list((tmp_path / "r").glob("*.png"))

@@ -166,17 +166,20 @@ def build_report(results_dir: Path, *, command: str | None = None) -> Report:
     plots = _plots(rows, results_dir)
     if plots:
         lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
-    return Report("\n".join(lines), plots)
+    elif plots is None:
+        lines += ["Plots skipped: matplotlib is not installed (`pip install 'crossbuild[report]'`).", ""]
+    return Report("\n".join(lines), plots or [])
 
 
-def _plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+def _plots(rows: list[dict[str, Any]], out: Path) -> list[Path] | None:
+    """The report's plots, or None when matplotlib (the `report` extra) is not installed."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return []
+        return None
     paths = []
     table = rate_table(rows, "target")
     targets = sorted({t[0] for t in table})
