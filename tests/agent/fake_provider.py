@@ -20,6 +20,7 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: str | None = None  # raw body, e.g. garbage
+    usage: dict[str, Any] | None = None  # the provider's own usage object (default: a small cached prompt)
 
 
 def calls(*pairs: tuple[str, Any]) -> Reply:
@@ -97,8 +98,8 @@ def _openai_response(reply: Reply, n: int, body: dict) -> dict[str, Any]:
         message["tool_calls"] = tool_calls
     return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-            "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050,
-                      "prompt_tokens_details": {"cached_tokens": 200}}}
+            "usage": reply.usage or {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050,
+                                     "prompt_tokens_details": {"cached_tokens": 200}}}
 
 
 def _anthropic_response(reply: Reply, n: int, body: dict) -> dict[str, Any]:
@@ -111,4 +112,4 @@ def _anthropic_response(reply: Reply, n: int, body: dict) -> dict[str, Any]:
         content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": value})
     return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model", "fake"),
             "content": content, "stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 1000, "output_tokens": 50, "cache_read_input_tokens": 200}}
+            "usage": reply.usage or {"input_tokens": 1000, "output_tokens": 50, "cache_read_input_tokens": 200}}

@@ -165,3 +165,51 @@ def test_openai_strict_schemas_and_named_tool_choice_reach_the_server(ctx, trace
     assert body["tool_choice"] == "required" and body["seed"] == 7 and body["temperature"] == 0.0
     fn = next(t["function"] for t in body["tools"] if t["function"]["name"] == "read_file")
     assert fn["strict"] is True and fn["parameters"]["required"] == ["path", "offset", "limit"]
+
+
+# Each provider's usage object as its API sends it, and the cost worked out by hand from the published prices
+# (USD per million tokens; crossbuild's override table): two text-only turns, after which the run gives up.
+COST_CASES = [
+    # Anthropic's buckets are separate: input 1000 + cache read 2000 + cache write 500 = 3500 input tokens;
+    # claude-haiku-4-5: 1000 x 1.00 + 2000 x 0.10 + 500 x 1.25 + 300 x 5.00 = 3325 per turn
+    ("anthropic", "claude-haiku-4-5", {"input_tokens": 1000, "output_tokens": 300, "cache_read_input_tokens": 2000,
+                                       "cache_creation_input_tokens": 500}, (3500, 2000, 500), 2 * 3325e-6),
+    ("anthropic", "claude-haiku-4-5", {"input_tokens": 1000, "output_tokens": 300}, (1000, 0, 0), 2 * 2500e-6),
+    # OpenAI's prompt_tokens include the cached ones: gpt-4o-mini: 1000 x 0.15 + 2000 x 0.075 + 300 x 0.60 = 480
+    ("openai", "gpt-4o-mini", {"prompt_tokens": 3000, "completion_tokens": 300, "total_tokens": 3300,
+                               "prompt_tokens_details": {"cached_tokens": 2000}}, (3000, 2000, 0), 2 * 480e-6),
+    ("openai", "gpt-4o-mini", {"prompt_tokens": 1000, "completion_tokens": 300, "total_tokens": 1300},
+     (1000, 0, 0), 2 * 330e-6),
+    # not in crossbuild's table: genai-prices' maintained table (gpt-4.1-nano: 0.10 / 0.025 cached / 0.40)
+    ("openai", "gpt-4.1-nano", {"prompt_tokens": 3000, "completion_tokens": 300, "total_tokens": 3300,
+                                "prompt_tokens_details": {"cached_tokens": 2000}}, (3000, 2000, 0),
+     2 * (1000 * 0.10 + 2000 * 0.025 + 300 * 0.40) * 1e-6),
+]
+
+
+@pytest.mark.parametrize("provider, model, usage, counted, cost", COST_CASES)
+def test_cost_follows_each_providers_usage_buckets(provider, model, usage, counted, cost, ctx, trace):
+    events = []
+    with FakeProvider(lambda n, body: Reply(text="thinking", usage=usage)) as fake:
+        m = make_model(provider, fake.base_url)
+        m.name = f"{provider}:{model}"  # priced as this model; the fake server answers any name
+        outcome = Agent(m, ctx, trace=trace, on_event=events.append).run()
+    u = outcome.usage
+    assert (u.input_tokens, u.cached_tokens, u.cache_write_tokens) == tuple(2 * c for c in counted)
+    assert outcome.cost_usd == pytest.approx(cost, rel=1e-9)
+    row = trace.db.execute("SELECT input_tokens, cached_tokens, cache_write_tokens, cost_usd FROM runs WHERE id=?",
+                           (outcome.run_id,)).fetchone()
+    assert tuple(row) == (u.input_tokens, u.cached_tokens, u.cache_write_tokens, pytest.approx(cost, rel=1e-9))
+    assert not [e for e in events if e.kind == "budget_note"]
+
+
+def test_an_unknown_price_means_no_money_budget_said_once(ctx, trace):
+    events = []
+    with FakeProvider(lambda n, body: Reply(text="thinking")) as fake:
+        m = make_model("openai", fake.base_url)
+        m.name = "openai:my-local-llama"
+        outcome = Agent(m, ctx, trace=trace, on_event=events.append, budgets=Budgets(max_cost_usd=0.0)).run()
+    notes = [e.data["message"] for e in events if e.kind == "budget_note"]
+    assert notes == ["no price is known for openai:my-local-llama: the $0.00 money budget is not enforced (the "
+                     "token and step budgets are)"]
+    assert outcome.cost_usd is None and outcome.stop_reason != "budget_cost"

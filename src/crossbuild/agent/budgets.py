@@ -4,31 +4,46 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-# USD per million tokens (input, cached input, output), as published by the providers in 2026; unknown models have
-# no price and no money budget is enforced for them.
-PRICES: dict[str, tuple[float, float, float]] = {
-    "deepseek-chat": (0.27, 0.07, 1.10),
-    "deepseek-reasoner": (0.55, 0.14, 2.19),
-    "gpt-4o": (2.50, 1.25, 10.00),
-    "gpt-4o-mini": (0.15, 0.075, 0.60),
-    "gpt-4.1": (2.00, 0.50, 8.00),
-    "gpt-4.1-mini": (0.40, 0.10, 1.60),
-    "claude-sonnet-4-5": (3.00, 0.30, 15.00),
-    "claude-haiku-4-5": (1.00, 0.10, 5.00),
+from crossbuild.models.base import Usage
+
+# Prices come from genai-prices (pydantic's maintained table of providers' published prices); this table overrides
+# it: USD per million tokens (input, cache read, output, cache write) as the providers published them in 2026.
+PRICES: dict[str, tuple[float, float, float, float]] = {
+    "deepseek-chat": (0.27, 0.07, 1.10, 0.27),
+    "deepseek-reasoner": (0.55, 0.14, 2.19, 0.55),
+    "gpt-4o": (2.50, 1.25, 10.00, 2.50),
+    "gpt-4o-mini": (0.15, 0.075, 0.60, 0.15),
+    "gpt-4.1": (2.00, 0.50, 8.00, 2.00),
+    "gpt-4.1-mini": (0.40, 0.10, 1.60, 0.40),
+    "claude-sonnet-4-5": (3.00, 0.30, 15.00, 3.75),
+    "claude-haiku-4-5": (1.00, 0.10, 5.00, 1.25),
 }
 
 
-def price_of(model_name: str) -> tuple[float, float, float] | None:
-    bare = model_name.split(":", 1)[-1]
-    return PRICES.get(bare)
-
-
-def cost_usd(model_name: str, input_tokens: int, cached_tokens: int, output_tokens: int) -> float | None:
-    price = price_of(model_name)
+def cost_usd(model_name: str, usage: Usage) -> float | None:
+    """What USAGE costs with MODEL_NAME ("provider:model"), or None when no price is known (then no money budget
+    is enforced). USAGE's input counts every input token, cache reads and writes included (models/base.py)."""
+    provider, _, bare = model_name.rpartition(":")
+    price = PRICES.get(bare)
     if price is None:
-        return None
-    fresh = max(0, input_tokens - cached_tokens)
-    return (fresh * price[0] + cached_tokens * price[1] + output_tokens * price[2]) / 1e6
+        return _maintained_price(provider, bare, usage)
+    fresh = max(0, usage.input_tokens - usage.cached_tokens - usage.cache_write_tokens)
+    return (fresh * price[0] + usage.cached_tokens * price[1] + usage.output_tokens * price[2]
+            + usage.cache_write_tokens * price[3]) / 1e6
+
+
+def _maintained_price(provider: str, model: str, usage: Usage) -> float | None:
+    import genai_prices
+
+    counted = genai_prices.Usage(input_tokens=usage.input_tokens, cache_read_tokens=usage.cached_tokens,
+                                 cache_write_tokens=usage.cache_write_tokens, output_tokens=usage.output_tokens)
+    # an OpenAI-compatible server (DeepSeek, vLLM) is "openai:" here: look the model up by name alone next
+    for provider_id in dict.fromkeys([provider or None, None]):
+        try:
+            return float(genai_prices.calc_price(counted, model_ref=model, provider_id=provider_id).total_price)
+        except LookupError:
+            continue
+    return None
 
 
 @dataclass(frozen=True)

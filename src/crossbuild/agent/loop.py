@@ -70,6 +70,11 @@ class Agent:
                                  prompt_hash=prompt.prompt_hash(system, specs), workspace=str(self.ctx.root))
         self.emit(Event("run_started", {"run_id": self.run_id, "model": self.model.name,
                                         "target": self.ctx.target.name, "workspace": str(self.ctx.root)}))
+        if self.model.name.startswith(("openai:", "anthropic:")) and self.budgets.max_cost_usd is not None \
+                and cost_usd(self.model.name, Usage()) is None:  # said once, at the start
+            self.emit(Event("budget_note", {"message": f"no price is known for {self.model.name}: the "
+                                                       f"${self.budgets.max_cost_usd:.2f} money budget is not enforced "
+                                                       "(the token and step budgets are)"}))
         outcome: RunOutcome | None = None
         try:
             while True:
@@ -92,7 +97,8 @@ class Agent:
                                   message=outcome.message, verify=outcome.verify.to_dict() if outcome.verify else None,
                                   wall_s=outcome.wall_s, steps=outcome.steps, tool_calls=outcome.tool_calls,
                                   input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens,
-                                  cached_tokens=self.usage.cached_tokens, cost_usd=outcome.cost_usd)
+                                  cached_tokens=self.usage.cached_tokens,
+                                  cache_write_tokens=self.usage.cache_write_tokens, cost_usd=outcome.cost_usd)
 
     def _outcome(self, reason: StopReason, message: str, report: VerifyReport | None = None,
                  output_dir: str | None = None) -> RunOutcome:
@@ -102,7 +108,7 @@ class Agent:
                           kb_attached=list(self.kb_attached))
 
     def _cost(self) -> float | None:
-        return cost_usd(self.model.name, self.usage.input_tokens, self.usage.cached_tokens, self.usage.output_tokens)
+        return cost_usd(self.model.name, self.usage)
 
     def _check_budgets(self) -> None:
         b = self.budgets
@@ -172,7 +178,8 @@ class Agent:
                                   new_messages=new, response=turn.raw, text=turn.text,
                                   tool_calls=[c.__dict__ for c in turn.tool_calls], finish_reason=turn.finish_reason,
                                   input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens,
-                                  cached_tokens=turn.usage.cached_tokens, latency_s=turn.latency_s)
+                                  cached_tokens=turn.usage.cached_tokens,
+                                  cache_write_tokens=turn.usage.cache_write_tokens, latency_s=turn.latency_s)
         return turn
 
     # ---- tool calls ---------------------------------------------------------------------------------------------

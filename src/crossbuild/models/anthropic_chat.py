@@ -100,6 +100,17 @@ def _as_object(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_unparsed": arguments}
 
 
+def anthropic_usage(u: Any) -> Usage:
+    """Anthropic's usage buckets are separate: its input_tokens excludes cache reads and cache writes. crossbuild
+    counts every input token as input (as OpenAI does) and the two cache buckets within it."""
+    if u is None:
+        return Usage()
+    read = getattr(u, "cache_read_input_tokens", 0) or 0
+    written = getattr(u, "cache_creation_input_tokens", 0) or 0
+    return Usage(input_tokens=(u.input_tokens or 0) + read + written, output_tokens=u.output_tokens or 0,
+                 cached_tokens=read, cache_write_tokens=written)
+
+
 def parse_response(response: Any) -> Turn:
     content = getattr(response, "content", None)
     if content is None:
@@ -110,9 +121,7 @@ def parse_response(response: Any) -> Turn:
             text.append(block.text)
         elif block.type == "tool_use":
             calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input)))
-    u = response.usage
-    usage = Usage(u.input_tokens or 0, u.output_tokens or 0, getattr(u, "cache_read_input_tokens", 0) or 0) if u \
-        else Usage()
+    usage = anthropic_usage(response.usage)
     raw = response.model_dump() if hasattr(response, "model_dump") else None
     return Turn(text="\n".join(text), tool_calls=calls, usage=usage, finish_reason=response.stop_reason or "end_turn",
                 raw=raw)

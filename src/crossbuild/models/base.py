@@ -19,14 +19,16 @@ class ToolCall:
 
 @dataclass
 class Usage:
-    input_tokens: int = 0
+    input_tokens: int = 0  # every input token, cache reads and writes included (OpenAI's prompt_tokens)
     output_tokens: int = 0
-    cached_tokens: int = 0
+    cached_tokens: int = 0  # of the input, read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of the input, written to the prompt cache (Anthropic bills them apart)
 
     def __iadd__(self, other: Usage) -> Usage:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cached_tokens += other.cached_tokens
+        self.cache_write_tokens += other.cache_write_tokens
         return self
 
 

@@ -55,6 +55,15 @@ def m001_initial(db: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m002_cache_write_tokens(db: sqlite3.Connection) -> None:
+    """Anthropic bills prompt-cache writes apart from reads; both are part of input_tokens."""
+    _statements(db, """
+    ALTER TABLE runs ADD COLUMN cache_write_tokens INTEGER DEFAULT 0;
+    ALTER TABLE model_calls ADD COLUMN cache_write_tokens INTEGER DEFAULT 0
+    """)
+
+
 def default_path() -> Path:
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
     return base / "crossbuild" / "runs.db"
@@ -133,12 +142,14 @@ class Trace:
 
     def model_call(self, run_id: str, *, step: int, model: str, request_hash: str, new_messages: list[dict],
                    response: Any, text: str, tool_calls: list[dict], finish_reason: str, input_tokens: int,
-                   output_tokens: int, cached_tokens: int, latency_s: float, error: str | None = None) -> None:
+                   output_tokens: int, cached_tokens: int, latency_s: float, error: str | None = None,
+                   cache_write_tokens: int = 0) -> None:
         self._exec("INSERT INTO model_calls (run_id, step, started_at, model, request_hash, new_messages_json, "
                    "response_json, text, tool_calls_json, finish_reason, input_tokens, output_tokens, cached_tokens, "
-                   "latency_s, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   "cache_write_tokens, latency_s, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (run_id, step, time.time(), model, request_hash, _json(new_messages), _json(response), text,
-                    _json(tool_calls), finish_reason, input_tokens, output_tokens, cached_tokens, latency_s, error))
+                    _json(tool_calls), finish_reason, input_tokens, output_tokens, cached_tokens, cache_write_tokens,
+                    latency_s, error))
 
     def tool_call(self, run_id: str, *, step: int, seq: int, call_id: str, name: str, raw_arguments: str,
                   parsed: Any, result: dict[str, Any], fingerprint: str | None) -> int:
@@ -158,8 +169,9 @@ class Trace:
 
     def finish_run(self, run_id: str, *, status: str, stop_reason: str, message: str, verify: Any, wall_s: float,
                    steps: int, tool_calls: int, input_tokens: int, output_tokens: int, cached_tokens: int,
-                   cost_usd: float | None) -> None:
+                   cost_usd: float | None, cache_write_tokens: int = 0) -> None:
         self._exec("UPDATE runs SET finished_at=?, status=?, stop_reason=?, message=?, verify_json=?, wall_s=?, "
-                   "steps=?, tool_calls=?, input_tokens=?, output_tokens=?, cached_tokens=?, cost_usd=? WHERE id=?",
+                   "steps=?, tool_calls=?, input_tokens=?, output_tokens=?, cached_tokens=?, cache_write_tokens=?, "
+                   "cost_usd=? WHERE id=?",
                    (time.time(), status, stop_reason, message, _json(verify), wall_s, steps, tool_calls,
-                    input_tokens, output_tokens, cached_tokens, cost_usd, run_id))
+                    input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, run_id))
