@@ -213,3 +213,45 @@ def test_an_unknown_price_means_no_money_budget_said_once(ctx, trace):
     assert notes == ["no price is known for openai:my-local-llama: the $0.00 money budget is not enforced (the "
                      "token and step budgets are)"]
     assert outcome.cost_usd is None and outcome.stop_reason != "budget_cost"
+
+
+def _http_date(seconds_ahead: float) -> str:
+    import email.utils
+
+    return email.utils.formatdate(time.time() + seconds_ahead, usegmt=True)
+
+
+# (what the server answers first, whether the SDK rules retry it, the delay it asked for when believed)
+RETRY_CASES = [
+    (Reply(status=429, headers={"retry-after-ms": "40"}), True, 0.04),
+    (Reply(status=503, headers={"retry-after": "1"}), True, 1.0),
+    (Reply(status=429, headers={"retry-after": "date"}), True, 3.0),  # the HTTP-date form, 3 s ahead (whole seconds)
+    (Reply(status=429, headers={"retry-after": "3600"}), True, None),  # an hour is not believed: backoff
+    (Reply(status=408), True, None),
+    (Reply(status=409), True, None),
+    (Reply(status=503, headers={"x-should-retry": "false"}), False, None),  # the server's word wins
+    (Reply(status=400, headers={"x-should-retry": "true"}), True, None),
+]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("first, retried, asked", RETRY_CASES)
+def test_retries_follow_the_sdks_rules(provider, first, retried, asked, ctx, trace):
+    if first.headers.get("retry-after") == "date":
+        first = Reply(status=first.status, headers={"retry-after": _http_date(3.0)})
+    delays = []
+    script = [first, Reply(text="done")]
+    with FakeProvider(lambda n, body: script[min(n, 1)]) as fake:
+        model = make_model(provider, fake.base_url)
+        model._on_retry = lambda attempt, transient, delay: delays.append(delay)
+        outcome = Agent(model, ctx, trace=trace).run()
+    if not retried:
+        assert outcome.stop_reason == "provider_error" and len(fake.requests) == 1 and not delays
+        return
+    assert outcome.stop_reason != "provider_error" and len(delays) == 1
+    if asked is None:
+        assert delays[0] <= FAST_RETRY.max_delay_s  # the policy's own backoff
+    elif first.headers.get("retry-after", "").endswith("GMT"):
+        assert asked - 2.0 < delays[0] <= asked  # the date has whole seconds, and time passed since it was sent
+    else:
+        assert delays[0] == pytest.approx(asked)

@@ -1,8 +1,12 @@
-"""Retrying transient provider faults (429 with Retry-After, 5xx, timeouts, dropped connections) with exponential
-backoff and jitter inside a retry budget; never shown to the model. Fatal statuses stop at once."""
+"""Retrying transient provider faults with exponential backoff and jitter inside a retry budget, never shown to the
+model; fatal statuses stop at once. Which faults and how long to wait follow the official OpenAI and Anthropic SDKs:
+408, 409, 429 and 5xx are retried, the server's `x-should-retry` overrides that, and its `retry-after-ms` or
+`Retry-After` (seconds or an HTTP date) is the delay when it lies within a minute."""
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
 import random
 import threading
@@ -35,12 +39,38 @@ class Transient(Exception):
     retry_after_s: float | None = None
 
 
-def retry_after(header: str | None) -> float | None:
-    """Seconds from a Retry-After header (the delay-seconds form), or None."""
+RETRIED_STATUSES = (408, 409, 429)  # request timeout, lock timeout, rate limit (and every 5xx)
+MAX_SERVER_DELAY_S = 60.0  # a longer Retry-After is not believed: backoff instead, as the SDKs do
+
+
+def server_delay(headers: Any) -> float | None:
+    """The delay the server asked for, in seconds: `retry-after-ms`, else `Retry-After` as seconds or as an HTTP
+    date; None when it said nothing usable or more than a minute."""
+    delay = None
     try:
-        return max(0.0, float(header)) if header else None
+        if headers.get("retry-after-ms"):
+            delay = float(headers["retry-after-ms"]) / 1000
     except ValueError:
-        return None
+        pass
+    text = headers.get("retry-after")
+    if delay is None and text:
+        try:
+            delay = float(text)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(text)
+                delay = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+            except (TypeError, ValueError):
+                return None
+    return delay if delay is not None and 0 <= delay <= MAX_SERVER_DELAY_S else None
+
+
+def should_retry(status: int, headers: Any, also: tuple[int, ...] = ()) -> bool:
+    """The server's `x-should-retry: true|false` first; else 408, 409, 429, 5xx and ALSO are retried."""
+    said = (headers.get("x-should-retry") or "").lower()
+    if said in ("true", "false"):
+        return said == "true"
+    return status in RETRIED_STATUSES or status >= 500 or status in also
 
 
 def timed_turn(create: Callable[[], Any], parse: Callable[[Any], Turn], policy: RetryPolicy, *,
@@ -88,9 +118,9 @@ def sdk_call(sdk: Any, name: str, create: Callable[[], T], *, also_transient: tu
     try:
         return create()
     except sdk.APIStatusError as e:
-        status = e.status_code
-        if status == 429 or status >= 500 or status in also_transient:
-            raise Transient(f"HTTP {status}", status, retry_after(e.response.headers.get("retry-after"))) from None
+        status, headers = e.status_code, e.response.headers
+        if should_retry(status, headers, also_transient):
+            raise Transient(f"HTTP {status}", status, server_delay(headers)) from None
         what = FATAL_STATUSES.get(status, "request failed")
         raise ProviderError(f"{name}: HTTP {status} {what}: {_short(str(e.message))}", status=status) from None
     except sdk.APITimeoutError:
