@@ -265,3 +265,16 @@ def test_every_bad_command_line_gets_one_line_and_status_2(tmp_path):
         assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (args, r.stderr[-1500:])
         assert "Traceback" not in r.stdout + r.stderr
     assert sorted(p.name for p in (tmp_path / "full").iterdir()) == ["notes.txt"]  # nothing landed among them
+
+
+def test_a_piped_row_stays_one_line_whatever_its_cells_hold(capsys):
+    from rich.table import Table
+
+    from crossbuild.cli.common import print_table
+
+    table = Table()
+    for col in ("program", "output (tail)"):
+        table.add_column(col)
+    table.add_row("[green]test_calc[/]", "7 passed\n0 failed\twith a tab")
+    print_table(table)
+    assert capsys.readouterr().out == "test_calc\t7 passed | 0 failed with a tab\n"

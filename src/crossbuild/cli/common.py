@@ -29,8 +29,9 @@ def print_table(table: Table) -> None:
         console.print(table)
         return
     cells = [[Text.from_markup(c) if isinstance(c, str) else c for c in col.cells] for col in table.columns]
-    for row in zip(*cells):
-        print("\t".join(c.plain if isinstance(c, Text) else str(c) for c in row))
+    for row in zip(*cells):  # a cell's own line breaks and tabs would split the row
+        print("\t".join(" | ".join((c.plain if isinstance(c, Text) else str(c)).split("\n")).replace("\t", " ")
+                        for c in row))
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
