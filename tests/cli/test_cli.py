@@ -216,7 +216,9 @@ def test_build_then_runs_list_show_stats(tmp_path):
     r = cb("runs", "show", run_id[:14], "--db", db)
     assert r.returncode == 0 and "build_status" in r.stdout and "finish" in r.stdout and "verified" in r.stdout
     r = cb("runs", "stats", "--db", db)
-    assert r.returncode == 0 and "run_command" in r.stdout and "failure rate" in r.stdout
+    # piped: one tab-separated row per tool (tool, calls, failed, failure rate, errors, time)
+    row = next(line.split("\t") for line in r.stdout.splitlines() if line.startswith("run_command\t"))
+    assert r.returncode == 0 and row[1] == "3" and row[3] == "0%"
     assert "knowledge-base attachments" in r.stdout and "median steps" in r.stdout
 
 
