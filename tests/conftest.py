@@ -44,6 +44,8 @@ def copy_example(dest: Path) -> Path:
 CLI = [str(Path(sys.executable).parent / "crossbuild")]
 
 
-def cb(*args: str, cwd: Path | None = None, timeout: float = 1200) -> subprocess.CompletedProcess:
+def cb(*args: str, cwd: Path | None = None, timeout: float = 1200,
+       env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The real `crossbuild` command, with a minimal environment (plus ENV)."""
     return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
-                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(Path.home())})
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(Path.home()), **(env or {})})

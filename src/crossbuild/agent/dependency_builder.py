@@ -111,7 +111,8 @@ class DependencyBuilder:
         sub = RunContext.create(ws.root, ctx.target, prefix=ctx.prefix, kb=ctx.kb, jobs=ctx.jobs,
                                 sandbox_backend="none" if ctx.sandbox.backend == "none" else "auto",
                                 cancel=ctx.cancel, dependency_builder=self, install_prefix=ctx.prefix,
-                                destdir=stage, depth=ctx.depth + 1, keep_features=ctx.keep_features)
+                                destdir=stage, depth=ctx.depth + 1, keep_features=ctx.keep_features,
+                                passthrough=ctx.toolchain.passthrough)  # the user's extra arguments are the project's
         self.emit(Event("dependency_started", {"source": source, "depth": sub.depth}))
         outcome = Agent(Planner(), sub, source=source, trace=self.trace, on_event=self.emit,
                         budgets=Budgets(max_steps=40), config={"dependency_of": str(ctx.root)}).run()

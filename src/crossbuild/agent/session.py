@@ -35,6 +35,8 @@ class BuildRequest:
     prefix: Path | None = None
     dep_sources: dict[str, str] = field(default_factory=dict)  # name -> local source the user vouches for
     keep_features: bool = False  # never drop an optional feature whose dependency cannot be had
+    extra_args: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "cmake" | "meson" | "configure" -> args
+    passthrough: dict[str, str] = field(default_factory=dict)  # the user's variables their settings allow in builds
 
 
 def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.Event | None = None,
@@ -53,12 +55,14 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
                                     project=_debian_name(req.source))
         ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
                                 kb=kb.load(), jobs=req.jobs, cancel=cancel, dependency_builder=builder,
-                                keep_features=req.keep_features)
+                                keep_features=req.keep_features, extra_args=req.extra_args,
+                                passthrough=req.passthrough)
         if isinstance(model, ScriptedModel):
             model.rebase(ctx.root)
         config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
                   "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": list(ws.left_out),
-                  "dep_sources": req.dep_sources, "keep_features": req.keep_features}
+                  "dep_sources": req.dep_sources, "keep_features": req.keep_features,
+                  "extra_args": req.extra_args, "passthrough": sorted(req.passthrough)}  # names only, never values
         agent = Agent(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
                       config=config, run_id=run_id or new_run_id())
         outcome = agent.run()

@@ -6,10 +6,10 @@ from __future__ import annotations
 import sys
 
 import typer
-from typer.exceptions import TyperException
 from rich.markup import escape
+from typer.exceptions import TyperException
 
-from crossbuild.cli import bench, build, common, env, evaluation, kb, mcp, proof
+from crossbuild.cli import bench, build, common, config, deps, env, evaluation, kb, mcp, proof, runs
 
 app = typer.Typer(
     help="Cross-compile real C/C++ projects with zig cc, and prove the result.",
@@ -17,10 +17,11 @@ app = typer.Typer(
 )
 for group in (env, proof, build, mcp, bench):
     app.registered_commands += group.app.registered_commands
-app.add_typer(build.runs_app, name="runs")
-app.add_typer(build.deps_app, name="deps")
+app.add_typer(runs.runs_app, name="runs")
+app.add_typer(deps.deps_app, name="deps")
 app.add_typer(kb.kb_app, name="kb")
 app.add_typer(evaluation.eval_app, name="eval")
+app.add_typer(config.config_app, name="config")
 
 
 def main() -> None:

@@ -1,30 +1,25 @@
-"""`crossbuild build` and `crossbuild runs ...`: render the agent's events live and read the trace."""
+"""`crossbuild build`: the settings merged, the agent run for each target, its events rendered live."""
 
 from __future__ import annotations
 
 import json
-import statistics
+import sys
 import threading
 import time
 from pathlib import Path
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.events import Event
 from crossbuild.agent.session import BuildRequest, build
-from crossbuild.cli.common import console, err, open_trace, print_report, print_table, target_from
+from crossbuild.cli.common import console, err, fail, load_settings, open_trace, print_report, target_from
 from crossbuild.env import workspace
 from crossbuild.foundation.background import call_in_thread
 from crossbuild.models import ModelConfig, ModelConfigError
-from crossbuild.trace import runs as runs_mod
 
 app = typer.Typer()
-runs_app = typer.Typer(help="The record of past runs (SQLite trace).", no_args_is_help=True)
-deps_app = typer.Typer(help="Dependencies cross-built into per-target prefixes, and their cache.",
-                       no_args_is_help=True)
 
 
 class LiveProgress:
@@ -87,12 +82,13 @@ class LiveProgress:
 @app.command("build")
 def build_command(
     source: str = typer.Argument(..., help="Folder, tarball, git URL or debian:NAME[=VERSION]."),
-    target: str = typer.Option(..., "--target", "-t"),
-    model: str = typer.Option("planner", "--model", "-m",
-                              help="planner | auto | openai:MODEL | anthropic:MODEL | replay:DB#RUN_ID"),
+    target: list[str] = typer.Option(None, "--target", "-t", help="Repeatable; default: `targets` from the settings "
+                                     "(crossbuild config show)."),
+    model: str = typer.Option(None, "--model", "-m",
+                              help="planner (default) | auto | openai:MODEL | anthropic:MODEL | replay:DB#RUN_ID"),
     base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible server (DeepSeek, vLLM, Ollama, "
                                                           "llama.cpp); default $OPENAI_BASE_URL."),
-    max_steps: int = typer.Option(60, "--max-steps", min=1),
+    max_steps: int = typer.Option(None, "--max-steps", min=1, help="Model turns (default 60)."),
     jobs: int = typer.Option(None, "--jobs", "-j", min=1, help="Parallel build jobs (default: all cores)."),
     keep: bool = typer.Option(False, "--keep", help="Also keep the clean-rebuild copy of the workspace."),
     workspace_dir: Path = typer.Option(None, "--workspace", "-w", help="Run folder (default ./crossbuild-runs/...)."),
@@ -108,20 +104,49 @@ def build_command(
     dep_source: list[str] = typer.Option([], "--dep-source", help="NAME=PATH: build dependency NAME from this "
                                          "local folder or tarball (repeatable). Only you can name such paths; the "
                                          "agent and builds can only ask for names."),
-    keep_features: bool = typer.Option(False, "--keep-features", help="A dependency that cannot be cross-built ends "
-                                       "the build, instead of the optional feature that needs it being turned off."),
-    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON (no live progress)."),
+    keep_features: bool = typer.Option(None, "--keep-features/--drop-features", help="Whether a dependency that "
+                                       "cannot be cross-built ends the build, instead of the optional feature that "
+                                       "needs it being turned off (default: dropped)."),
+    config: Path = typer.Option(None, "--config", help="Settings file to use instead of the nearest crossbuild.toml."),
+    no_config: bool = typer.Option(False, "--no-config", help="Read no settings file (options and CROSSBUILD_* "
+                                   "variables still apply)."),
+    as_json: bool = typer.Option(False, "--json", help="Print each outcome as one JSON line (no live progress)."),
 ) -> None:
-    """Cross-build SOURCE with an agent until the verifier accepts it. Exit 0 only when verified."""
-    t = target_from(target)
+    """Cross-build SOURCE with an agent until the verifier accepts it. Exit 0 only when every target is verified."""
+    for name in target or []:
+        target_from(name)  # an unknown --target gets the targets' own message before anything else
+    resolved = load_settings(config, no_config, {
+        "targets": target or None, "model": model, "base_url": base_url, "jobs": jobs,
+        "keep_features": keep_features, "budgets.max_steps": max_steps,
+        "dependencies": _dep_sources(dep_source) or None})
+    s = resolved.settings
+    if not s.targets:
+        fail("no target: pass --target (e.g. -t aarch64-linux-musl) or set targets in crossbuild.toml")
+    if workspace_dir is not None and len(s.targets) > 1:
+        fail(f"--workspace names one run folder, and {len(s.targets)} targets are asked for "
+             f"({', '.join(s.targets)}): leave it out or pass one --target")
     if db is not None and db.exists():
         open_trace(db).close()  # a file that is not a trace database ends here, in one line
-    req = BuildRequest(source=source, target=t, budgets=Budgets(max_steps=max_steps), db=db,
-                       workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None, jobs=jobs,
-                       keep=keep, sandbox_backend=sandbox_backend, dep_sources=_dep_sources(dep_source),
-                       keep_features=keep_features,
-                       model=ModelConfig(spec=model, base_url=base_url, strict=strict, tool_choice=tool_choice,
-                                         parallel_tool_calls=parallel, temperature=temperature, seed=seed))
+    outcomes = []
+    for name in s.targets:
+        t = target_from(name)
+        req = BuildRequest(source=source, target=t, budgets=Budgets(**s.budgets.model_dump()), db=db,
+                           workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None, jobs=s.jobs,
+                           keep=keep, sandbox_backend=sandbox_backend, dep_sources=s.dependencies,
+                           keep_features=s.keep_features, extra_args=resolved.target_args(t.name),
+                           passthrough=resolved.passthrough_env(),
+                           model=ModelConfig(spec=s.model, base_url=s.base_url, strict=strict,
+                                             tool_choice=tool_choice, parallel_tool_calls=parallel,
+                                             temperature=temperature, seed=seed))
+        outcomes.append(_build_one(req, as_json))
+    if len(outcomes) > 1 and not as_json:
+        for name, ok in zip(s.targets, outcomes, strict=True):
+            console.print(f"{name}: " + ("[green]VERIFIED[/]" if ok else "[red]not verified[/]"))
+    raise typer.Exit(0 if all(outcomes) else 1)
+
+
+def _build_one(req: BuildRequest, as_json: bool) -> bool:
+    """One target's run, rendered live; True when verified."""
     progress = LiveProgress(quiet=as_json)
     cancel = threading.Event()
 
@@ -142,20 +167,21 @@ def build_command(
     if error is not None:
         raise error
     if as_json:
-        console.print_json(json.dumps({**outcome.to_dict(), "workspace": str(ctx.root)}))
-    else:
-        if outcome.verify:
-            print_report(outcome.verify, False)
-        colour = "green" if outcome.ok else "red"
-        console.print(f"[bold {colour}]{outcome.status.upper()}[/] ({outcome.stop_reason}) after {outcome.steps} "
-                      f"steps, {outcome.tool_calls} tool calls, {outcome.wall_s:.1f}s"
-                      + (f", {outcome.usage.input_tokens + outcome.usage.output_tokens} tokens"
-                         if outcome.usage.input_tokens else "")
-                      + (f", ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""))
-        console.print(outcome.message[:2000], markup=False, highlight=False)
-        where = ctx.root / outcome.output_dir if outcome.output_dir else ctx.root
-        console.print(f"artifacts: {where}\nrun id: {outcome.run_id} (crossbuild runs show {outcome.run_id})")
-    raise typer.Exit(0 if outcome.ok else 1)
+        sys.stdout.write(json.dumps({**outcome.to_dict(), "workspace": str(ctx.root)}) + "\n")
+        sys.stdout.flush()
+        return outcome.ok
+    if outcome.verify:
+        print_report(outcome.verify, False)
+    colour = "green" if outcome.ok else "red"
+    console.print(f"[bold {colour}]{outcome.status.upper()}[/] ({outcome.stop_reason}) after {outcome.steps} "
+                  f"steps, {outcome.tool_calls} tool calls, {outcome.wall_s:.1f}s"
+                  + (f", {outcome.usage.input_tokens + outcome.usage.output_tokens} tokens"
+                     if outcome.usage.input_tokens else "")
+                  + (f", ${outcome.cost_usd:.4f}" if outcome.cost_usd else ""))
+    console.print(outcome.message[:2000], markup=False, highlight=False)
+    where = ctx.root / outcome.output_dir if outcome.output_dir else ctx.root
+    console.print(f"artifacts: {where}\nrun id: {outcome.run_id} (crossbuild runs show {outcome.run_id})")
+    return outcome.ok
 
 
 def _dep_sources(specs: list[str]) -> dict[str, str]:
@@ -170,152 +196,3 @@ def _dep_sources(specs: list[str]) -> dict[str, str]:
             raise typer.BadParameter(f"{path} does not exist", param_hint="--dep-source")
         out[name] = str(real)
     return out
-
-
-@runs_app.command("list")
-def runs_list(db: Path = typer.Option(None, "--db"), limit: int = typer.Option(20, "--limit", "-n"),
-              as_json: bool = typer.Option(False, "--json")) -> None:
-    """The most recent runs."""
-    rows = runs_mod.list_runs(open_trace(db), limit)
-    if as_json:
-        console.print_json(json.dumps(rows))
-        return
-    table = Table(title="runs")
-    for col in ("id", "source", "target", "model", "status", "stop", "steps", "calls", "time", "tokens"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(r["id"], r["source"], r["target"], r["model"], r["status"], r["stop_reason"] or "",
-                      str(r["steps"]), str(r["tool_calls"]), f"{r['wall_s'] or 0:.1f}s", str(r["tokens"] or 0))
-    print_table(table)
-
-
-@runs_app.command("show")
-def runs_show(run_id: str = typer.Argument(..., help="A run id (or a unique prefix)."),
-              db: Path = typer.Option(None, "--db"), as_json: bool = typer.Option(False, "--json")) -> None:
-    """The whole story of a run: every model turn and tool call, with results and knowledge attached."""
-    conn = open_trace(db)
-    run = runs_mod.find_run(conn, run_id)
-    if run is None:
-        err.print(f"[red]error:[/] no single run matches {run_id!r}; see crossbuild runs list")
-        raise typer.Exit(2)
-    events = runs_mod.story(conn, run["id"])
-    if as_json:
-        console.print_json(json.dumps({"run": run, "events": events}, default=str))
-        return
-    console.print(f"[bold]run {run['id']}[/]: {run['source']} → {run['target']} with {run['model']} "
-                  f"(crossbuild {run['version']})")
-    console.print(f"workspace {run['workspace']}; status [bold]{run['status']}[/] ({run['stop_reason']}); "
-                  f"{run['steps']} steps, {run['tool_calls']} tool calls, {run['wall_s'] or 0:.1f}s, "
-                  f"{(run['input_tokens'] or 0) + (run['output_tokens'] or 0)} tokens")
-    for e in events:
-        if e["kind"] == "model":
-            calls = json.loads(e["tool_calls_json"] or "[]")
-            names = ", ".join(c["name"] for c in calls) or "no tool calls"
-            line = f"[cyan]step {e['step']}[/] model → {names}"
-            if e["error"]:
-                line += f" [red]error: {e['error']}[/]"
-            console.print(line)
-            if e["text"]:
-                console.print(f"    {e['text'][:500]}", markup=False, highlight=False)
-        else:
-            mark = "ok" if e["ok"] else f"FAILED ({e['error_type']})"
-            console.print(f"    {e['name']} {e['raw_arguments'][:200]} → {mark}", markup=False, highlight=False)
-            first = (e["message"] or "").splitlines()[:1]
-            if first:
-                console.print(f"      {first[0][:200]}", markup=False, highlight=False)
-            if e["kb"]:
-                console.print(f"      knowledge attached: {e['kb']}", markup=False, highlight=False)
-    console.print(f"outcome: {run['message'] or ''}"[:2000], markup=False, highlight=False)
-
-
-@runs_app.command("stats")
-def runs_stats(db: Path = typer.Option(None, "--db"), model: str = typer.Option(None, "--model"),
-               target: str = typer.Option(None, "--target"), source: str = typer.Option(None, "--source"),
-               since: str = typer.Option(None, "--since", help="Run id or date prefix, e.g. 20261130."),
-               as_json: bool = typer.Option(False, "--json")) -> None:
-    """Per-tool call counts and failure rates, repeated calls, denials, knowledge attachments, steps, tokens, time."""
-    s = runs_mod.stats(open_trace(db), model=model, target=target, source=source, since=since)
-    if as_json:
-        console.print_json(json.dumps(s.__dict__, default=lambda o: dict(o) if isinstance(o, dict) else str(o)))
-        return
-    if not s.runs:
-        console.print("no finished runs match")
-        return
-    console.print(f"[bold]{s.runs} runs[/]: " + ", ".join(f"{k} {v}" for k, v in s.by_status.most_common())
-                  + " · stop reasons: " + ", ".join(f"{k} {v}" for k, v in s.by_stop.most_common()))
-    table = Table(title="tool calls")
-    for col in ("tool", "calls", "failed", "failure rate", "errors", "time"):
-        table.add_column(col)
-    for name, t in sorted(s.tools.items(), key=lambda kv: -kv[1]["calls"]):
-        errors = ", ".join(f"{k} {v}" for k, v in t["errors"].most_common(3))
-        table.add_row(name, str(t["calls"]), str(t["failed"]), f"{t['failed'] / t['calls']:.0%}", errors,
-                      f"{t['time_s']:.1f}s")
-    print_table(table)
-    console.print(f"repeated identical calls: {s.repeated_calls} · permission denials: {s.permission_denials}")
-    kb = ", ".join(f"{k} {v} (in verified runs {s.kb_in_verified_runs[k]})" for k, v in s.kb_attachments.most_common())
-    console.print(f"knowledge-base attachments: {sum(s.kb_attachments.values())}" + (f" — {kb}" if kb else ""))
-
-    def med(xs):
-        return statistics.median(xs) if xs else 0
-
-    console.print(f"per run: median steps {med(s.steps):.0f} (max {max(s.steps)}), median tokens {med(s.tokens):.0f} "
-                  f"(total {sum(s.tokens)}), median time {med(s.wall_s):.1f}s (total {sum(s.wall_s):.1f}s), "
-                  f"cost ${s.cost_usd:.4f}")
-
-
-@deps_app.command("resolve")
-def deps_resolve(name: str = typer.Argument(..., help="What a build asks for: ZLIB, libzstd, zlib.h, -lz, PNG::PNG."),
-                 as_json: bool = typer.Option(False, "--json")) -> None:
-    """The Debian source package that provides NAME, and the files that show it."""
-    from crossbuild.env import debian_index
-    from crossbuild.env import dependency_cache as deps
-
-    if not name.strip():
-        raise typer.BadParameter("give a name a build asks for, e.g. ZLIB, zlib.h or -lz", param_hint="NAME")
-    try:
-        package = deps.resolve(name)
-        answer = package.source
-    except deps.UnknownDependencyError as e:
-        answer, package = None, None
-        why = str(e)
-    try:
-        found = debian_index.resolve(name, progress=lambda m: err.print(m, highlight=False))
-    except debian_index.IndexError_ as e:
-        found = debian_index.Resolution(name, None, [str(e)])
-    if as_json:
-        console.print_json(json.dumps({"name": name, "source": answer, "evidence": found.evidence,
-                                       "candidates": found.candidates}))
-    else:
-        console.print(f"{escape(name)} -> [bold]{answer or 'unknown'}[/]" if answer else
-                      f"{escape(name)} -> [red]unknown[/]: {escape(why)}", highlight=False)
-        for line in found.evidence:
-            console.print(f"  {escape(line)}", highlight=False)
-        if found.candidates:
-            console.print(f"  also: {escape(', '.join(found.candidates))}", highlight=False)
-    raise typer.Exit(0 if answer else 1)
-
-
-@deps_app.command("list")
-def deps_list(as_json: bool = typer.Option(False, "--json")) -> None:
-    """Cached dependency builds (reused by every project for the same target)."""
-    from crossbuild.env import dependency_cache as deps
-
-    entries = deps.list_cached()
-    if as_json:
-        console.print_json(json.dumps([{**e.__dict__, "files": len(e.files), "dir": str(e.dir)} for e in entries]))
-        return
-    table = Table(title=f"dependency cache ({deps.deps_root()})")
-    for col in ("target", "package", "version", "files", "build time", "built", "run"):
-        table.add_column(col)
-    for e in entries:
-        table.add_row(e.target, e.source, e.version or "default", str(len(e.files)), f"{e.build_s:.0f}s",
-                      time.strftime("%Y-%m-%d %H:%M", time.localtime(e.built_at)), e.run_id or "")
-    print_table(table)
-
-
-@deps_app.command("clear")
-def deps_clear(target: str = typer.Option(None, "--target", "-t", help="Only this target's builds.")) -> None:
-    """Forget cached dependency builds (prefixes that already hold them are not touched)."""
-    from crossbuild.env import dependency_cache as deps
-
-    console.print(f"removed {deps.clear(target)} cached dependency builds")

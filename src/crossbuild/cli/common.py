@@ -1,11 +1,12 @@
-"""What every command group shares: the consoles, one-line errors, the target option, the verify report."""
+"""What every command group shares: the consoles, one-line errors, the target option, the settings, the verify
+report."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -13,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from crossbuild.foundation import settings
 from crossbuild.foundation.targets import Target, UnknownTargetError, parse_target
 from crossbuild.proof.verify import VerifyReport
 from crossbuild.trace import store as trace_store
@@ -29,7 +31,7 @@ def print_table(table: Table) -> None:
         console.print(table)
         return
     cells = [[Text.from_markup(c) if isinstance(c, str) else c for c in col.cells] for col in table.columns]
-    for row in zip(*cells):  # a cell's own line breaks and tabs would split the row
+    for row in zip(*cells, strict=True):  # a cell's own line breaks and tabs would split the row
         print("\t".join(" | ".join((c.plain if isinstance(c, Text) else str(c)).split("\n")).replace("\t", " ")
                         for c in row))
 
@@ -55,6 +57,18 @@ def open_trace(db: Path | None):
         return trace_store.connect(path)
     except sqlite3.DatabaseError as e:
         fail(f"{path} is not a crossbuild trace database ({e}); pass --db with the runs.db a build wrote")
+
+
+def load_settings(config: Path | None, no_config: bool, given: dict[str, Any]) -> settings.Resolved:
+    """The merged settings (command line > CROSSBUILD_* > crossbuild.toml > user file); GIVEN holds the options the
+    command line set (None for the ones it did not)."""
+    if config is not None and no_config:
+        fail("--config and --no-config contradict each other: pass one")
+    try:
+        return settings.load({k: v for k, v in given.items() if v is not None}, project=config,
+                             use_files=not no_config)
+    except settings.ConfigError as e:
+        fail(escape(str(e)))
 
 
 def print_report(report: VerifyReport, as_json: bool) -> None:

@@ -27,7 +27,8 @@ _PROOF_OPTION = re.compile(r"TEST|CHECK|PROGRAM|EXAMPLE|DEMO|SAMPLE|BENCH", re.I
 _CURDIR = "@CURDIR@"  # the package root, where make runs debian/rules
 _DH_COMMAND = re.compile(r"^\s*-?(dh|dh_auto_configure|dh_auto_build)\s")
 _FOLDER_OPTIONS = {"--sourcedirectory": "sourcedir", "--sourcedir": "sourcedir", "-D": "sourcedir",
-                   "--builddirectory": "builddir", "-B": "builddir", "--buildsystem": "buildsystem", "-S": "buildsystem"}
+                   "--builddirectory": "builddir", "-B": "builddir",
+                   "--buildsystem": "buildsystem", "-S": "buildsystem"}
 
 
 @dataclass(frozen=True)

@@ -139,15 +139,15 @@ def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int
     src_abs = toolchain.workspace / source
     if system == "cmake":
         return [
-            BuildStep(("cmake", "-S", source, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
-                       f"-DCMAKE_INSTALL_PREFIX={stage}"), phase="configure"),
+            BuildStep(("cmake", "-S", source, "-B", build, "-DCMAKE_BUILD_TYPE=Release",  # toolchain: from the env
+                       f"-DCMAKE_INSTALL_PREFIX={stage}", *toolchain.extra_args.get("cmake", ())), phase="configure"),
             BuildStep(("cmake", "--build", build, "--parallel", str(jobs))),
             BuildStep(("cmake", "--install", build), phase="install"),
         ]
     if system == "meson":
         return [
-            BuildStep(("meson", "setup", build, source, *toolchain.meson_args(), "--buildtype=release",
-                       f"--prefix={stage}"), phase="configure"),
+            BuildStep(("meson", "setup", build, source, "--buildtype=release", f"--prefix={stage}",
+                       *toolchain.meson_args()), phase="configure"),
             BuildStep(("meson", "compile", "-C", build, "-j", str(jobs))),
             BuildStep(("meson", "install", "-C", build), phase="install"),
         ]
@@ -158,7 +158,7 @@ def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int
         rel_configure = os.path.relpath(src_abs / "configure", toolchain.workspace / build)
         steps += [
             BuildStep(("mkdir", "-p", build), phase="prepare"),
-            BuildStep((rel_configure, *toolchain.configure_args(), f"--prefix={stage}"), cwd=build, phase="configure"),
+            BuildStep((rel_configure, f"--prefix={stage}", *toolchain.configure_args()), cwd=build, phase="configure"),
             BuildStep(("make", f"-j{jobs}"), cwd=build),
             # build the check programs without running them (they are for the target); the verifier runs them
             BuildStep(("make", f"-j{jobs}", "check", "TESTS="), cwd=build, phase="check"),
@@ -167,7 +167,8 @@ def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int
         return steps
     if system == "configure":  # hand-written configure scripts (zlib): in-tree, compilers from CC/AR/RANLIB
         return [
-            BuildStep(("./configure", f"--prefix={stage}"), cwd=source, phase="configure"),
+            BuildStep(("./configure", f"--prefix={stage}", *toolchain.extra_args.get("configure", ())), cwd=source,
+                      phase="configure"),
             BuildStep(("make", f"-j{jobs}"), cwd=source),
             BuildStep(("make", "install"), cwd=source, phase="install"),
         ]

@@ -2,8 +2,10 @@
 
 `Toolchain.materialise()` writes the zig wrappers, the CMake toolchain file, the Meson cross file, the autotools
 config.site and an isolated pkg-config; `Toolchain.env` is the complete environment of every build command,
-made from an allow-list (never from os.environ), so builds see no secrets. Longer than the house limit by a few
-lines: the four build systems' files are written from one place so their flags cannot drift apart.
+made from an allow-list (never from os.environ), so builds see no secrets; the only user variables in it are the
+ones the user's settings pass through (foundation/settings.py refuses credentials), and crossbuild's own win.
+Longer than the house limit by a few lines: the four build systems' files are written from one place so their
+flags cannot drift apart.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import shlex
 import shutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
@@ -76,10 +78,16 @@ class Toolchain:
     zig: Path
     zig_cache: Path  # the shared cache; builds see it read-only, through their own layer (zigcache)
     isolated: bool = True  # False for a person's own shell (`crossbuild env`): zig writes the shared cache itself
+    # the user's settings: arguments added when configuring ("cmake" | "meson" | "configure" -> args), and
+    # variables passed through from their environment
+    extra_args: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    passthrough: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @classmethod
     def for_target(cls, target: Target, workspace: str | Path, *, prefix: str | Path | None = None,
-                   zig_cache: str | Path | None = None, isolated: bool = True) -> Toolchain:
+                   zig_cache: str | Path | None = None, isolated: bool = True,
+                   extra_args: Mapping[str, tuple[str, ...]] | None = None,
+                   passthrough: Mapping[str, str] | None = None) -> Toolchain:
         zig = host.zig_executable()
         if zig is None:
             raise RuntimeError("zig is not installed: `pip install ziglang==0.17.1` (crossbuild pins its zig)")
@@ -91,6 +99,8 @@ class Toolchain:
             zig=zig,
             zig_cache=Path(zig_cache).resolve() if zig_cache else host.zig_cache_dir(),
             isolated=isolated,
+            extra_args=MappingProxyType(dict(extra_args or {})),
+            passthrough=MappingProxyType(dict(passthrough or {})),
         )
 
     # -- locations -------------------------------------------------------------------------------------------
@@ -289,13 +299,14 @@ class Toolchain:
     # -- commands a build uses -------------------------------------------------------------------------------
     def configure_args(self) -> list[str]:
         """Arguments for an autotools ./configure."""
-        return [f"--host={self.target.autotools_host}", f"--build={host.build_triple()}"]
+        return [f"--host={self.target.autotools_host}", f"--build={host.build_triple()}",
+                *self.extra_args.get("configure", ())]
 
     def cmake_args(self) -> list[str]:
-        return [f"-DCMAKE_TOOLCHAIN_FILE={self.cmake_toolchain_file}"]
+        return [f"-DCMAKE_TOOLCHAIN_FILE={self.cmake_toolchain_file}", *self.extra_args.get("cmake", ())]
 
     def meson_args(self) -> list[str]:
-        return [f"--cross-file={self.meson_cross_file}"]
+        return [f"--cross-file={self.meson_cross_file}", *self.extra_args.get("meson", ())]
 
     @property
     def env(self) -> BuildEnv:
@@ -305,6 +316,7 @@ class Toolchain:
         host_cc = shutil.which("cc") or "/usr/bin/cc"
         host_cxx = shutil.which("c++") or "/usr/bin/c++"
         v: dict[str, str] = {
+            **self.passthrough,
             "PATH": ":".join(dict.fromkeys(path_dirs)),
             "HOME": str(self.home),
             "TMPDIR": str(self.scratch / "tmp"),

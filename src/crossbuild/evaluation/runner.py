@@ -89,7 +89,7 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
     argv = [sys.executable, "-m", "crossbuild", "build", cell.project.source_spec(), "-t", cell.target,
             "-m", config.model, "--max-steps", str(config.max_steps), "-j", str(config.jobs_per_build),
             "-w", str(work / "ws"), "--prefix", str(work / "prefix"), "--db", str(out / "runs.db"),
-            "--sandbox", config.sandbox, "--json"]
+            "--sandbox", config.sandbox, "--no-config", "--json"]  # a cell never depends on who runs it
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN"))} | config.extra_env
     env.setdefault("COLUMNS", "200")
     start = time.monotonic()

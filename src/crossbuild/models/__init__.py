@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crossbuild.foundation import settings
 from crossbuild.models.base import Message, Model, ProviderError, ToolCall, Turn, Usage
 from crossbuild.models.planner import Planner
 from crossbuild.models.scripted import ScriptedModel
@@ -42,8 +43,7 @@ class ModelConfig:
 
 
 def config_file() -> Path:
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "crossbuild" / "config.toml"
+    return settings.user_file()
 
 
 def _api_key(provider: str, base_url: str | None, env: dict[str, str]) -> str | None:

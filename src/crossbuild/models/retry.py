@@ -59,7 +59,7 @@ def server_delay(headers: Any) -> float | None:
         except ValueError:
             try:
                 when = email.utils.parsedate_to_datetime(text)
-                delay = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+                delay = (when - datetime.datetime.now(datetime.UTC)).total_seconds()
             except (TypeError, ValueError):
                 return None
     return delay if delay is not None and 0 <= delay <= MAX_SERVER_DELAY_S else None

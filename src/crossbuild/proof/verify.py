@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from crossbuild.env import sandbox
@@ -92,7 +92,8 @@ class VerifyReport:
         ran = [r for r in runs if not r.skipped]
         if not runs:
             return ("test programs: none run (run_tests was off)" if not self.run_tests else
-                    "test programs: none found (no test-like executable) - proven: the architecture of every binary only")
+                    "test programs: none found (no test-like executable) - "
+                    "proven: the architecture of every binary only")
         counted = sum(1 for r in ran if r.passed or r.triage == "usage")
         said = f"test programs: {len(ran)} of {len(runs)} ran under qemu, {counted} passed or printed their usage"
         if len(ran) < len(runs):
@@ -219,8 +220,7 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
     fresh_ws = toolchain.xbuild / "rebuild"
     safefs.remove_tree(original_ws, Path(".xbuild", "rebuild"))
     copied = safefs.copy_tree(original_ws, source, original_ws, Path(".xbuild", "rebuild", source))
-    fresh = Toolchain.for_target(toolchain.target, fresh_ws, prefix=toolchain.prefix,
-                                 zig_cache=toolchain.zig_cache).materialise()
+    fresh = replace(toolchain, workspace=fresh_ws).materialise()  # same settings, new place
     box = sandbox.for_toolchain(fresh, backend=box.backend if box is not None else "auto")
     env = fresh.env.as_dict()
     moved = [([a.replace(str(original_ws), str(fresh_ws)) for a in step.argv], fresh_ws / step.cwd,

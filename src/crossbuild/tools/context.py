@@ -9,7 +9,7 @@ import json
 import os
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -86,12 +86,14 @@ class RunContext:
                cancel: threading.Event | None = None,
                dependency_builder: Callable[[RunContext, str, str | None], Any] | None = None,
                install_prefix: Path | None = None, destdir: Path | None = None, depth: int = 0,
-               keep_features: bool = False) -> RunContext:
+               keep_features: bool = False, extra_args: Mapping[str, tuple[str, ...]] | None = None,
+               passthrough: Mapping[str, str] | None = None) -> RunContext:
         """Materialise the toolchain under ROOT/.xbuild and pick the sandbox for it: the context is complete here,
         nothing is set on it afterwards."""
         root = Path(root).resolve()
         root.mkdir(parents=True, exist_ok=True)
-        tc = Toolchain.for_target(target, root, prefix=prefix).materialise()
+        tc = Toolchain.for_target(target, root, prefix=prefix, extra_args=extra_args,
+                                  passthrough=passthrough).materialise()
         Path(tc.prefix).mkdir(parents=True, exist_ok=True)
         box = sandbox_mod.for_toolchain(tc, backend=sandbox_backend)
         return cls(root=root, target=target, toolchain=tc, sandbox=box, kb=kb,
