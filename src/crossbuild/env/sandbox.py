@@ -176,75 +176,93 @@ class Sandbox:
         # a fresh file, never one a build planted (O_EXCL|O_NOFOLLOW); log folders are read-only to builds
         log_fd = safefs.create_new(log_path.parent, log_path.name)
         cgroup = CgroupLimiter(limits)
-        as_root = os.geteuid() == 0
-
-        def in_child() -> None:
-            cgroup.join_self()
-            _setlimit(resource.RLIMIT_CPU, limits.cpu_s)
-            _setlimit(resource.RLIMIT_FSIZE, limits.max_file_bytes)
-            _setlimit(resource.RLIMIT_CORE, 0)
-            if not cgroup.dirs:
-                _setlimit(resource.RLIMIT_DATA, limits.memory_bytes)
-            if not as_root:  # root ignores RLIMIT_NPROC; the cgroup covers that case
-                _setlimit(resource.RLIMIT_NPROC, limits.max_processes)
-
         start = time.monotonic()
-        stopped: str | None = None
-        written = 0
         with os.fdopen(log_fd, "wb") as log:
-            header = f"$ {' '.join(argv)}\n# cwd: {cwd}  sandbox: {self.backend}\n".encode()
-            log.write(header)
+            log.write(f"$ {' '.join(argv)}\n# cwd: {cwd}  sandbox: {self.backend}\n".encode())
             proc = subprocess.Popen(
                 self.wrap(argv, cwd), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=in_child,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_child_limits(limits, cgroup),
             )
-            over_limit = threading.Event()
-
-            def pump() -> None:
-                nonlocal written
-                assert proc.stdout is not None
-                for chunk in iter(lambda: proc.stdout.read1(65536), b""):
-                    if written + len(chunk) > limits.max_output_bytes:
-                        over_limit.set()
-                        chunk = chunk[: max(0, limits.max_output_bytes - written)]
-                    if chunk:
-                        log.write(chunk)
-                        written += len(chunk)
-                        if on_output:
-                            on_output(chunk)
-                    if over_limit.is_set():
-                        break
-
-            reader = threading.Thread(target=pump, daemon=True)
-            reader.start()
-            deadline = start + limits.timeout_s
-            while True:
-                try:
-                    proc.wait(timeout=0.05)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if time.monotonic() > deadline:
-                    stopped = "timeout"
-                elif over_limit.is_set():
-                    stopped = "output_limit"
-                elif cancel is not None and cancel.is_set():
-                    stopped = "cancelled"
-                if stopped:
-                    _kill_tree(proc, cgroup)
-                    break
-            reader.join(timeout=5)
-            if proc.stdout:
-                proc.stdout.close()
+            output = _OutputPump(proc, log, limits.max_output_bytes, on_output)
+            stopped = _wait(proc, deadline=start + limits.timeout_s, over_limit=output.over_limit, cancel=cancel)
+            if stopped:
+                _kill_tree(proc, cgroup)
+            output.finish()
             cgroup.close()
-            rc = proc.returncode
             duration = time.monotonic() - start
             if stopped:
                 log.write(f"\n[crossbuild: stopped ({stopped}) after {duration:.1f}s; process tree killed]\n".encode())
         return RunResult(
-            returncode=None if stopped else rc, duration_s=duration, log_path=str(log_path), stopped=stopped,
-            output_bytes=written, backend=self.backend,
+            returncode=None if stopped else proc.returncode, duration_s=duration, log_path=str(log_path),
+            stopped=stopped, output_bytes=output.written, backend=self.backend,
         )
+
+
+def _child_limits(limits: Limits, cgroup: CgroupLimiter) -> Callable[[], None]:
+    """What the child does before exec: join the cgroup, then the rlimits the cgroup does not already cover."""
+    as_root = os.geteuid() == 0
+
+    def in_child() -> None:
+        cgroup.join_self()
+        _setlimit(resource.RLIMIT_CPU, limits.cpu_s)
+        _setlimit(resource.RLIMIT_FSIZE, limits.max_file_bytes)
+        _setlimit(resource.RLIMIT_CORE, 0)
+        if not cgroup.dirs:
+            _setlimit(resource.RLIMIT_DATA, limits.memory_bytes)
+        if not as_root:  # root ignores RLIMIT_NPROC; the cgroup covers that case
+            _setlimit(resource.RLIMIT_NPROC, limits.max_processes)
+
+    return in_child
+
+
+class _OutputPump:
+    """Copies the process's output into the log (and ON_OUTPUT) on a thread, up to MAX_BYTES; past that it stops
+    reading and sets `over_limit`."""
+
+    def __init__(self, proc: subprocess.Popen, log, max_bytes: int, on_output: Callable[[bytes], None] | None):
+        self.proc, self.log, self.max_bytes, self.on_output = proc, log, max_bytes, on_output
+        self.written = 0
+        self.over_limit = threading.Event()
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        stream = self.proc.stdout
+        assert stream is not None
+        for chunk in iter(lambda: stream.read1(65536), b""):
+            if self.written + len(chunk) > self.max_bytes:
+                self.over_limit.set()
+                chunk = chunk[: max(0, self.max_bytes - self.written)]
+            if chunk:
+                self.log.write(chunk)
+                self.written += len(chunk)
+                if self.on_output:
+                    self.on_output(chunk)
+            if self.over_limit.is_set():
+                break
+
+    def finish(self) -> None:
+        self.thread.join(timeout=5)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+def _wait(proc: subprocess.Popen, *, deadline: float, over_limit: threading.Event,
+          cancel: threading.Event | None) -> str | None:
+    """Wait for the process; the reason it must be stopped (timeout, output_limit, cancelled) or None when it ended."""
+    while True:
+        try:
+            proc.wait(timeout=0.05)
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            return "timeout"
+        if over_limit.is_set():
+            return "output_limit"
+        if cancel is not None and cancel.is_set():
+            return "cancelled"
 
 
 def _setlimit(which: int, value: int) -> None:

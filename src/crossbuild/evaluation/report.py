@@ -97,78 +97,101 @@ def build_report(results_dir: Path, *, command: str | None = None) -> Report:
         raise FileNotFoundError(f"{results} does not exist: run `crossbuild eval run ... --out {results_dir}` first")
     rows = load_rows(results)
     meta = json.loads((results_dir / "run.json").read_text()) if (results_dir / "run.json").is_file() else {}
-    cfg = meta.get("config", {})
-    lines = [f"# Evaluation: {results_dir.name}", ""]
+    plots = _plots(rows, results_dir)
+    sections = (_summary(rows, meta, results_dir.name, command), _success_tables(rows),
+                _effort(rows, meta.get("config", {})), _tools_and_knowledge(rows, results_dir / "runs.db"),
+                _failures(rows), _plot_section(plots))
+    return Report("\n".join(line for section in sections for line in section), plots or [])
+
+
+def _table(header: tuple[str, ...], rows: list[list[Any]]) -> list[str]:
+    """A Markdown table and the blank line after it."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(c) for c in row) + " |" for row in rows), ""]
+
+
+def _summary(rows: list[dict[str, Any]], meta: dict[str, Any], name: str, command: str | None) -> list[str]:
+    lines = [f"# Evaluation: {name}", ""]
     if command:
         lines += ["Made with:", "", "```sh", command, "```", ""]
     total = len(rows)
+    if not total:
+        return lines + ["No cells.", ""]
     verified = sum(1 for r in rows if r.get("status") == "verified")
     strict = sum(1 for r in rows if r.get("strict_success"))
     projects = len({r["project"] for r in rows})
     target_names = ", ".join(sorted({r["target"] for r in rows}))
-    lines += [f"{total} cells ({projects} projects × targets {target_names}"
-              f" × {meta.get('repeats', 1)} repeat(s)), model `{cfg.get('model', '?')}`, crossbuild "
-              f"{meta.get('crossbuild_version', '?')}.", "",
-              f"**Verified: {verified}/{total} ({verified / total:.0%}); strict success (right target, every expected "
-              f"artifact, functional check, clean rebuild): {strict}/{total} ({strict / total:.0%}).**" if total else
-              "No cells.", ""]
+    return lines + [
+        f"{total} cells ({projects} projects × targets {target_names} × {meta.get('repeats', 1)} repeat(s)), model "
+        f"`{meta.get('config', {}).get('model', '?')}`, crossbuild {meta.get('crossbuild_version', '?')}.", "",
+        f"**Verified: {verified}/{total} ({verified / total:.0%}); strict success (right target, every expected "
+        f"artifact, functional check, clean rebuild): {strict}/{total} ({strict / total:.0%}).**", ""]
+
+
+def _success_tables(rows: list[dict[str, Any]]) -> list[str]:
+    lines = []
     for key in ("tier", "target"):
-        lines += [f"## Success by {key} (95 % Wilson interval)", "",
-                  "| " + key + " | " + " | ".join((*LEVELS, "strict")) + " |",
-                  "|---|" + "---|" * (len(LEVELS) + 1)]
         table = rate_table(rows, key)
-        for group in sorted({t[0] for t in table}):
-            cells = [f"{k}/{n} {rate:.0%} [{lo:.0%}–{hi:.0%}]" if n else "–"
-                     for g, level, k, n, rate, lo, hi in table if g == group]
-            lines.append(f"| {group} | " + " | ".join(cells) + " |")
-        lines.append("")
+        cells = [[group] + [f"{k}/{n} {rate:.0%} [{lo:.0%}–{hi:.0%}]" if n else "–"
+                            for g, level, k, n, rate, lo, hi in table if g == group]
+                 for group in sorted({t[0] for t in table})]
+        lines += [f"## Success by {key} (95 % Wilson interval)", "", *_table((key, *LEVELS, "strict"), cells)]
+    return lines
+
+
+def _effort(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> list[str]:
     budgets = {"steps": cfg.get("max_steps", 60), "tokens": 3_000_000, "cost_usd": 5.0,
                "wall_s": cfg.get("timeout_s", 3600)}
-    lines += ["## Effort (median; censored mean with failures counted at the budget)", "",
-              "| measure | median | censored mean | budget |", "|---|---|---|---|"]
+    cells = []
     for field, budget in budgets.items():
         if not any(r.get(field) for r in rows):  # the offline planner spends no tokens and no money
-            lines.append(f"| {field} | 0 | 0 (none spent) | {budget} |")
+            cells.append([field, 0, "0 (none spent)", budget])
             continue
         med, cmean = censored(rows, field, budget)
-        lines.append(f"| {field} | {med:.1f} | {cmean:.1f} | {budget} |")
-    lines.append("")
-    tools, attached, helped = tool_stats(results_dir / "runs.db", [r["run_id"] for r in rows if r.get("run_id")])
+        cells.append([field, f"{med:.1f}", f"{cmean:.1f}", budget])
+    return ["## Effort (median; censored mean with failures counted at the budget)", "",
+            *_table(("measure", "median", "censored mean", "budget"), cells)]
+
+
+def _tools_and_knowledge(rows: list[dict[str, Any]], db: Path) -> list[str]:
+    tools, attached, helped = tool_stats(db, [r["run_id"] for r in rows if r.get("run_id")])
+    lines = []
     if tools:
-        lines += ["## Tool calls", "", "| tool | calls | failed | failure rate |", "|---|---|---|---|"]
-        for name, (calls, failed) in sorted(tools.items(), key=lambda kv: -kv[1][0]):
-            lines.append(f"| {name} | {calls} | {failed} | {failed / calls:.0%} |")
-        lines.append("")
+        lines += ["## Tool calls", "", *_table(("tool", "calls", "failed", "failure rate"), [
+            [name, calls, failed, f"{failed / calls:.0%}"]
+            for name, (calls, failed) in sorted(tools.items(), key=lambda kv: -kv[1][0])])]
     if attached:
-        lines += ["## Knowledge-base attachments", "", "| entry | attached | in runs that were verified |",
-                  "|---|---|---|"]
-        for entry, n in attached.most_common():
-            lines.append(f"| {entry} | {n} | {helped[entry]} |")
-        lines.append("")
+        lines += ["## Knowledge-base attachments", "", *_table(("entry", "attached", "in runs that were verified"), [
+            [entry, n, helped[entry]] for entry, n in attached.most_common()])]
+    return lines
+
+
+def _failures(rows: list[dict[str, Any]]) -> list[str]:
     failed = [r for r in rows if not r.get("strict_success")]
-    if failed:
-        lines += ["## Failures by category", ""]
-        cats: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for r in failed:
-            cats[failure_category(r)].append(r)
-        for cat, rs in sorted(cats.items(), key=lambda kv: -len(kv[1])):
-            lines.append(f"- **{cat}** ({len(rs)}): " + ", ".join(
-                f"{r['project']}/{r['target']} (`{r.get('run_id', '-')}`)" for r in rs))
-        lines.append("")
-        lines += ["## Failed cells", "", "| project | target | stop | levels | message |", "|---|---|---|---|---|"]
-        for r in sorted(failed, key=lambda r: (r["project"], r["target"])):
-            lv = r.get("levels") or {}
-            passed = ",".join(k for k in LEVELS if lv.get(k)) or "-"
-            msg = (r.get("message") or r.get("error") or "").replace("|", "\\|").replace("\n", " ")[:220]
-            lines.append(f"| {r['project']} | {r['target']} | {r.get('stop_reason') or r.get('status')} | {passed} | "
-                         f"{msg} |")
-        lines.append("")
-    plots = _plots(rows, results_dir)
+    if not failed:
+        return []
+    lines = ["## Failures by category", ""]
+    cats: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in failed:
+        cats[failure_category(r)].append(r)
+    for cat, rs in sorted(cats.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"- **{cat}** ({len(rs)}): " + ", ".join(
+            f"{r['project']}/{r['target']} (`{r.get('run_id', '-')}`)" for r in rs))
+    cells = []
+    for r in sorted(failed, key=lambda r: (r["project"], r["target"])):
+        lv = r.get("levels") or {}
+        msg = (r.get("message") or r.get("error") or "").replace("|", "\\|").replace("\n", " ")[:220]
+        cells.append([r["project"], r["target"], r.get("stop_reason") or r.get("status"),
+                      ",".join(k for k in LEVELS if lv.get(k)) or "-", msg])
+    return lines + ["", "## Failed cells", "", *_table(("project", "target", "stop", "levels", "message"), cells)]
+
+
+def _plot_section(plots: list[Path] | None) -> list[str]:
     if plots:
-        lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
-    elif plots is None:
-        lines += ["Plots skipped: matplotlib is not installed (`pip install 'crossbuild[report]'`).", ""]
-    return Report("\n".join(lines), plots or [])
+        return ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
+    if plots is None:
+        return ["Plots skipped: matplotlib is not installed (`pip install 'crossbuild[report]'`).", ""]
+    return []
 
 
 def _plots(rows: list[dict[str, Any]], out: Path) -> list[Path] | None:
@@ -180,7 +203,7 @@ def _plots(rows: list[dict[str, Any]], out: Path) -> list[Path] | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    paths = []
+    paths: list[Path] = []
     table = rate_table(rows, "target")
     targets = sorted({t[0] for t in table})
     levels = (*LEVELS, "strict")
@@ -193,12 +216,7 @@ def _plots(rows: list[dict[str, Any]], out: Path) -> list[Path] | None:
     ax.set_ylim(0, 1)
     ax.set_ylabel("share of cells")
     ax.set_title("Success by target and level")
-    ax.legend()
-    fig.tight_layout()
-    p = out / "success_by_target.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(_save(plt, fig, ax, out / "success_by_target.png"))
     fig, ax = plt.subplots(figsize=(7, 4))
     for ok, colour, label in ((True, "tab:green", "strict success"), (False, "tab:red", "failed")):
         xs = [r.get("wall_s") or 0 for r in rows if bool(r.get("strict_success")) == ok]
@@ -207,13 +225,16 @@ def _plots(rows: list[dict[str, Any]], out: Path) -> list[Path] | None:
     ax.set_xlabel("wall time (s)")
     ax.set_ylabel("steps")
     ax.set_title("Time and steps vs success")
+    paths.append(_save(plt, fig, ax, out / "time_vs_success.png"))
+    return paths
+
+
+def _save(plt, fig, ax, path: Path) -> Path:
     ax.legend()
     fig.tight_layout()
-    p = out / "time_vs_success.png"
-    fig.savefig(p, dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    paths.append(p)
-    return paths
+    return path
 
 
 # ---- compare --------------------------------------------------------------------------------------------------
