@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from crossbuild.agent.dependency_builder import DependencyBuilder
+from crossbuild.agent.dependency_builder import DependencyBuilder, _own_target
 from crossbuild.foundation.targets import parse_target
 from crossbuild.tools import default_toolset
 from crossbuild.tools.context import RunContext
@@ -20,6 +20,21 @@ def test_a_library_the_project_builds_itself_is_not_a_dependency(tmp_path):
     ctx = RunContext.create(tmp_path / "ws", parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix",
                             sandbox_backend="none", dependency_builder=DependencyBuilder(project="libpng1.6"))
     r = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "png_shared"}))
-    assert not r.ok and "is a target of this project (src/lib/CMakeLists.txt)" in r.message
+    assert not r.ok and "is the project's own (src/lib/CMakeLists.txt)" in r.message
     r = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "PNG"}))
     assert not r.ok and "which is what is being built here" in r.message
+    assert r.data["own_files"] is True
+
+
+def test_a_header_the_project_ships_is_not_a_dependency_but_a_bundled_copy_of_another_projects_is(tmp_path):
+    src = tmp_path / "ws" / "src"
+    (src / "lib").mkdir(parents=True)
+    (src / "third_party" / "zlib").mkdir(parents=True)
+    (src / "lib" / "vp.h").write_text("int vp(void);\n")
+    (src / "third_party" / "zlib" / "zlib.h").write_text("/* a bundled copy */\n")
+    ctx = RunContext.create(tmp_path / "ws", parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix",
+                            sandbox_backend="none", dependency_builder=DependencyBuilder())
+    r = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "vp.h"}))
+    assert not r.ok and r.data["own_files"] and "vp.h is the project's own (src/lib/vp.h)" in r.message
+    assert _own_target(tmp_path / "ws", "zlib.h") is None
+    assert _own_target(tmp_path / "ws", "lib/vp.h") == "src/lib/vp.h"

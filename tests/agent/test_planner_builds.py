@@ -94,6 +94,64 @@ def test_a_makefile_whose_default_goal_runs_target_programs_is_built_without_its
     assert kinds["demo"] == "executable" and kinds["libdemo.a"] == "static_library"
 
 
+MAKEFILE_BUILDS_ITS_MANUAL = """\
+# like giflib's: the default goal's own commands build the manual with xmlto, which this machine lacks
+PROGRAMS = demo
+ALL = libdemo.a $(PROGRAMS)
+
+all: $(ALL)
+\t$(MAKE) -C doc
+
+libdemo.a: demo_lib.o
+\t$(AR) rcs $@ demo_lib.o
+
+demo: main.o libdemo.a
+\t$(CC) -o demo main.o -L. -ldemo
+"""
+
+
+@pytest.mark.slow
+def test_a_makefile_whose_default_goal_builds_its_manual_with_a_missing_tool_is_built_without_it(tmp_path):
+    project = tmp_path / "demo"
+    (project / "doc").mkdir(parents=True)
+    (project / "Makefile").write_text(MAKEFILE_BUILDS_ITS_MANUAL)
+    (project / "doc" / "Makefile").write_text("all: demo.html\ndemo.html: demo.xml\n\txmlto xhtml-nochunks demo.xml\n")
+    (project / "doc" / "demo.xml").write_text("<article/>\n")
+    (project / "demo_lib.c").write_text("int answer(void){return 42;}\n")
+    (project / "main.c").write_text('#include <stdio.h>\nint answer(void);\nint main(void){printf("%d\\n", answer());'
+                                    "return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["rebuild"]["ok"]
+    assert "built make goals libdemo.a demo instead of `all` (its own commands" in out["message"]
+    assert "doc-tool-missing" in cb("runs", "show", out["run_id"], "--db", str(tmp_path / "runs.db")).stdout
+    assert not (tmp_path / "ws" / "src" / "doc" / "demo.html").exists()
+
+
+@pytest.mark.slow
+def test_an_autotools_project_whose_tests_miss_its_own_header_out_of_tree_is_built_in_its_source_folder(tmp_path):
+    # like libconfig's: tests/Makefile.am says -I../lib, which is the build folder's lib/, not the source's
+    project = tmp_path / "vp"
+    for d in ("lib", "tests"):
+        (project / d).mkdir(parents=True)
+    (project / "configure.ac").write_text("AC_INIT([vp], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\n"
+                                          "AC_PROG_RANLIB\nAM_PROG_AR\n"
+                                          "AC_CONFIG_FILES([Makefile lib/Makefile tests/Makefile])\nAC_OUTPUT\n")
+    (project / "Makefile.am").write_text("SUBDIRS = lib tests\n")
+    (project / "lib" / "Makefile.am").write_text("lib_LIBRARIES = libvp.a\nlibvp_a_SOURCES = vp.c\n"
+                                                 "include_HEADERS = vp.h\n")
+    (project / "lib" / "vp.h").write_text("int vp(void);\n")
+    (project / "lib" / "vp.c").write_text('#include "vp.h"\nint vp(void){return 42;}\n')
+    (project / "tests" / "Makefile.am").write_text("noinst_PROGRAMS = vp_test\nvp_test_SOURCES = vp_test.c\n"
+                                                   "vp_test_CPPFLAGS = -I../lib\nvp_test_LDADD = ../lib/libvp.a\n")
+    (project / "tests" / "vp_test.c").write_text("#include <vp.h>\nint main(void){return vp() == 42 ? 0 : 1;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["rebuild"]["ok"]
+    assert "built in src/ itself" in out["message"] and out["output_dir"] == "src"
+    assert any(s["path"].endswith("vp_test") and s["passed"] for s in out["verify"]["smoke_runs"])
+
+
 FEATURE_PROJECT = """\
 cmake_minimum_required(VERSION 3.16)
 project(feat C)
@@ -197,12 +255,12 @@ def test_examples_that_do_not_build_are_switched_off_with_the_configure_switch_t
 
 @pytest.mark.slow
 def test_a_project_whose_tests_miss_its_own_header_is_not_built_as_its_own_dependency(tmp_path):
-    # libconfig's tests cannot find libconfig.h in a VPATH build; Debian's indices say libconfig-dev ships it, so the
-    # header resolves to the very package being built: asking to build it must end at once (it used to wait forever
-    # on its own build lock), and the run must say why
+    # libconfig's tests cannot find libconfig.h in a VPATH build. Asking to build libconfig as a dependency must end
+    # at once (it used to wait forever on its own build lock) and say why; the planner then builds in src/ itself
     r, out = _build(tmp_path, "debian:libconfig", "aarch64-linux-musl")
-    assert out.get("status") == "failed", r.stdout[-3000:] + r.stderr[-2000:]
-    assert "which is what is being built here" in out["message"]
+    assert out.get("status") == "verified", r.stdout[-3000:] + r.stderr[-2000:]
+    assert "libconfig is the project's own (src/lib/libconfig.h)" in out["message"]
+    assert "built in src/ itself" in out["message"] and out["verify"]["rebuild"]["ok"]
 
 
 @pytest.mark.slow

@@ -126,7 +126,8 @@ cmake_minimum_required(VERSION 3.10)
 project(marked C)
 add_executable(marked main.c)
 target_compile_definitions(marked PRIVATE "MARK=\\"${MARK_FROM_SETTINGS}\\"")
-file(WRITE "${CMAKE_BINARY_DIR}/seen-env.txt" "pass=$ENV{MY_BUILD_MARK};key=$ENV{OPENAI_API_KEY};home=$ENV{MY_HOME_ONLY}")
+file(WRITE "${CMAKE_BINARY_DIR}/seen-env.txt"
+     "pass=$ENV{MY_BUILD_MARK};key=$ENV{OPENAI_API_KEY};home=$ENV{MY_HOME_ONLY}")
 """
 
 

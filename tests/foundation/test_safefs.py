@@ -39,6 +39,19 @@ def test_copy_tree_takes_files_and_internal_links_only(tmp_path, planted):
     assert report.files == 1 and report.links == 1
 
 
+def test_copy_tree_keeps_every_files_modification_time(tmp_path):
+    """make decides from modification times: a copy whose configure.ac looks newer than its aclocal.m4 reruns
+    aclocal (absent here) in a clean rebuild that the original build never needed."""
+    t = tmp_path / "tree"
+    t.mkdir()
+    for name, size in (("configure.ac", 300), ("aclocal.m4", 40_000), ("empty", 0)):
+        (t / name).write_bytes(b"x" * size)
+        os.utime(t / name, ns=(1_400_000_000_000_000_000, 1_401_000_000_123_456_789))
+    safefs.copy_tree(t, ".", tmp_path, "copy")
+    for name in ("configure.ac", "aclocal.m4", "empty"):
+        assert os.stat(tmp_path / "copy" / name).st_mtime_ns == 1_401_000_000_123_456_789, name
+
+
 def test_copy_tree_never_follows_a_link_between_the_anchor_and_the_tree(tmp_path, planted):
     """A staged install at stage/<prefix path>: a build that makes a folder on that path a link to a host folder
     gets the copy refused, not the host folder copied."""

@@ -311,3 +311,42 @@ def test_a_test_program_that_prints_its_usage_ran_but_a_crash_did_not():
     assert triage(0, None, ["Usage: x"], 60).kind != "usage"
     assert triage(139, None, ["Usage: x", "Segmentation fault"], 60).kind == "crashed"
     assert triage(1, None, ["usage: x", "qemu: uncaught target signal 11 (Segmentation fault)"], 60).kind == "crashed"
+
+
+@pytest.mark.slow
+def test_the_clean_rebuild_starts_from_the_source_as_prepared_with_the_agents_edits(tmp_path):
+    """An in-tree build leaves its products in src/: a rebuild from a copy of src/ as it is now would find them
+    there and prove nothing. It starts from the source as prepared, plus what the agent's file tools changed."""
+    import json
+
+    from crossbuild import kb
+    from crossbuild.env import workspace
+    from crossbuild.tools import default_toolset
+    from crossbuild.tools.context import RunContext
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "main.c").write_text("int main(void){return 0;}\n")
+    (project / "Makefile").write_text("prog: main.c\n\t$(CC) -o prog main.c missing.c\n")  # broken as shipped
+    ws = workspace.prepare(str(project), tmp_path / "ws")
+    ctx = RunContext.create(ws.root, parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix", kb=kb.load())
+    tools = default_toolset()
+
+    def call(name, args):
+        return tools.dispatch(ctx, name, json.dumps(args))
+
+    # the program comes from a command that failed (never replayed); the one that succeeded builds nothing
+    assert not call("run_command", {"command": "sh -c '$CC -o prog main.c; exit 1'", "cwd": "src"}).ok
+    assert call("run_command", {"command": "touch stamp", "cwd": "src"}).ok
+    r = call("verify", {"path": "src", "rebuild": True, "run_tests": False})
+    assert not r.ok and r.data["rebuild"]["error"] == "rebuild produced no binaries"
+    # the agent fixes the Makefile and builds: the rebuild replays make on the prepared source with that edit
+    assert call("edit_file", {"path": "src/Makefile", "edits": [{"old": " missing.c", "new": ""}]}).ok
+    assert call("run_command", {"command": "rm -f prog", "cwd": "src"}).ok
+    assert call("run_command", {"command": "make prog", "cwd": "src"}).ok
+    r = call("verify", {"path": "src", "rebuild": True, "run_tests": False})
+    assert r.ok, r.render()
+    assert r.data["rebuild"]["ok"] and r.data["rebuild"]["artifacts"] == 1
+    rebuilt_src = ws.root / ".xbuild" / "rebuild" / "src"
+    assert "missing.c" not in (rebuilt_src / "Makefile").read_text()
+    assert (ws.root / ".xbuild" / "pristine" / "src" / "Makefile").read_text().endswith("main.c missing.c\n")

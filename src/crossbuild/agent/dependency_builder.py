@@ -33,6 +33,7 @@ class DependencyOutcome:
     seconds: float = 0.0
     files: int = 0
     consumer: dict[str, str] = field(default_factory=dict)  # what the consumer needs
+    own: bool = False  # NAME is the project's own (a target, or the package being built): not a missing dependency
 
 
 class DependencyBuilder:
@@ -53,8 +54,8 @@ class DependencyBuilder:
         own = _own_target(ctx.root, name)
         if own:
             return DependencyOutcome(False, name, "", (
-                f"{name} is a target of this project ({own}), not a dependency: the part of the build that links it "
-                "(often a test or example) runs before it exists or looks for it in the wrong place"))
+                f"{name} is the project's own ({own}), not a dependency: the part of the build that needs it "
+                "(often a test or example) runs before it exists or looks for it in the wrong place"), own=True)
         try:
             pkg = deps.resolve(name, self.user_sources)
         except deps.UnknownDependencyError as e:
@@ -62,7 +63,8 @@ class DependencyBuilder:
         if pkg.source in self.building:
             return DependencyOutcome(False, name, pkg.source, (
                 f"{name} is provided by {pkg.source}, which is what is being built here: a part of the build (often "
-                "its tests or examples) does not find the project's own files; it is not a missing dependency"))
+                "its tests or examples) does not find the project's own files; it is not a missing dependency"),
+                own=True)
         target = ctx.target.name
         prefix = ctx.prefix
         entry = deps.lookup(target, pkg.source, version)
@@ -133,15 +135,25 @@ class DependencyBuilder:
         return entry
 
 
+_VENDORED = re.compile(r"(^|/)(third[_-]?party|3rdparty|external|extern|vendor|vendored|deps|bundled|contrib)/",
+                       re.IGNORECASE)
+
+
 def _own_target(root: Path, name: str) -> str | None:
-    """Where the project's CMake files define NAME as a library or executable (read through safefs: the tree is the
-    build's), or None."""
+    """Where the project defines NAME itself, or None: a library or executable in its CMake files, or a header it
+    ships outside the folders that hold copies of other projects (read through safefs: the tree is the build's)."""
     bare = re.sub(r"^-l", "", name)
-    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", bare):
+    if not re.fullmatch(r"[A-Za-z0-9_.+/-]+", bare) or ".." in bare:
         return None
+    # a header by its name, or by the name a failed #include gives (`vp` for <vp.h>)
+    headers = [bare] if bare.endswith((".h", ".hh", ".hpp", ".hxx")) else [bare + ".h", bare + ".hpp"]
     target = re.compile(rf"\badd_(library|executable)\s*\(\s*{re.escape(bare)}[\s)]", re.IGNORECASE)
     for entry in safefs.walk_files(root / "src", prune=lambda rel: rel.count("/") > 4):
-        if entry.name != "CMakeLists.txt" or not stat.S_ISREG(entry.st.st_mode):
+        if not stat.S_ISREG(entry.st.st_mode):
+            continue
+        if any(entry.rel == h or entry.rel.endswith("/" + h) for h in headers) and not _VENDORED.search(entry.rel):
+            return f"src/{entry.rel}"
+        if entry.name != "CMakeLists.txt" or "/" in bare or "." in bare:
             continue
         try:
             with os.fdopen(safefs.open_regular_at(entry.dir_fd, entry.name, max_bytes=1 << 20), "rb") as f:

@@ -281,7 +281,7 @@ class Agent:
             return Stop(StopReason.GAVE_UP, data["summary"])
         out_dir = data["output_dir"]
         report = verify(self.ctx.root / out_dir, self.ctx.target, toolchain=self.ctx.toolchain, box=self.ctx.sandbox,
-                        rebuild_steps=replay_steps(self.ctx) or None)
+                        rebuild_steps=replay_steps(self.ctx) or None, rebuild_edits=self.ctx.edited)
         self.emit(Event("verify", {"step": self.steps, "ok": report.ok, "reasons": report.reasons[:10],
                                    "counts": report.counts, "output_dir": out_dir}))
         if report.ok:

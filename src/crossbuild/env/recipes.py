@@ -183,34 +183,72 @@ _TEST_GOAL = re.compile(r"^(run)?(test|tests|check|checks|testsuite|selftest)([-
                         re.IGNORECASE)
 
 
-def default_goal(makefile: str) -> tuple[str, list[str]] | None:
+# Goals that build documentation: they need host tools (xmlto, asciidoc, doxygen...) and give no target binary.
+_DOC_GOAL = re.compile(r"^(docs?|documentation|man|manpages?|html|pdf|info|api-?docs?)$|\.(\d|html|pdf|info|xml)$",
+                       re.IGNORECASE)
+_VARIABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(\+|:|::|\?)?=\s*(.*)$")
+_REFERENCE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]")
+
+
+@dataclass(frozen=True)
+class MakeGoal:
+    name: str
+    prerequisites: list[str]
+    has_recipe: bool  # the goal runs commands of its own after its prerequisites (`all: libs progs` + `$(MAKE) -C doc`)
+
+    def essential(self) -> list[str]:
+        """The prerequisites that build the project: not its test goals (which run target programs on the build
+        machine) nor its documentation goals."""
+        return [p for p in self.prerequisites if not _TEST_GOAL.search(p) and not _DOC_GOAL.search(p)]
+
+
+def default_goal(makefile: str) -> MakeGoal | None:
     """A Makefile's default goal and its prerequisites, read from the text (never run: $(shell) is the build's
-    code); None when the goal or a prerequisite needs make's own expansion to know."""
+    code). Plain variables (`UTILS = $(INSTALLABLE) gifbg`) are expanded; None when the goal or a prerequisite needs
+    more of make than that (functions, substitutions, variables set elsewhere)."""
     text = makefile.replace("\\\n", " ")
     goal = None
     rules: dict[str, list[str]] = {}
+    recipes_of: set[str] = set()
+    variables: dict[str, str] = {}
+    last: list[str] = []
     for line in text.splitlines():
-        if line.startswith("\t") or line.lstrip().startswith("#"):
+        if line.startswith("\t"):
+            if line.strip():
+                recipes_of.update(last)
+            continue
+        if line.lstrip().startswith("#"):
             continue
         m = re.match(r"^\s*\.DEFAULT_GOAL\s*:?=\s*(\S+)", line)
         if m:
             goal = m.group(1)
             continue
+        v = _VARIABLE.match(line)
+        if v:
+            name, op, value = v.groups()
+            variables[name] = f"{variables.get(name, '')} {value}" if op == "+" else value
+            last = []
+            continue
         m = re.match(r"^([A-Za-z0-9_./+-][^:=#]*?)\s*::?(?!=)\s*([^=;#]*)", line)
         if not m or "%" in m.group(1):
+            last = []
             continue
-        for target in m.group(1).split():
-            rules.setdefault(target, []).extend(m.group(2).split())
+        last = m.group(1).split()
+        for target in last:
+            rules.setdefault(target, []).extend(_expand(m.group(2), variables).split())
             if goal is None and not target.startswith("."):
                 goal = target
     if goal is None or "$" in goal or goal not in rules or any("$" in p for p in rules[goal]):
         return None
-    return goal, rules[goal]
+    return MakeGoal(goal, rules[goal], goal in recipes_of)
 
 
-def without_test_goals(prerequisites: list[str]) -> list[str]:
-    """The prerequisites that are not test goals (which run target programs on the build machine)."""
-    return [p for p in prerequisites if not _TEST_GOAL.search(p)]
+def _expand(words: str, variables: dict[str, str], depth: int = 0) -> str:
+    """$(NAME) and ${NAME} replaced by plain variables' values (anything else stays, and makes the goal unknown)."""
+    if depth > 10:
+        return words
+    return _REFERENCE.sub(lambda m: _expand(variables[m.group(1)], variables, depth + 1)
+                          if m.group(1) in variables else m.group(0), words)
 
 
 # Switches every configure script has; they say nothing about the project's features.

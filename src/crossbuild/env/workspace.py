@@ -18,6 +18,10 @@ from crossbuild.foundation import host, safefs
 
 # Files a build never needs and a model must never read: they are not copied into workspaces, and the tools refuse
 # them by name even if one appears later.
+# The source as prepared, before any build ran: the clean rebuild starts from it (plus the agent's own edits). Under
+# .xbuild/, which builds cannot write.
+PRISTINE = ".xbuild/pristine"
+
 CREDENTIAL_PATTERNS = (".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks",
                        "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials",
                        ".npmrc", ".pypirc", ".pgpass", "credentials", "credentials.json", "*.kdbx", ".htpasswd",
@@ -101,6 +105,7 @@ def prepare(source: str, root: str | Path) -> Workspace:
     try:
         left_out = _fill(source, ws)
         left_out += _drop_credentials(ws.src)
+        safefs.copy_tree(ws.root, "src", ws.root, f"{PRISTINE}/src")
     except BaseException:
         if created:  # a source that cannot be prepared leaves nothing behind
             shutil.rmtree(ws.root, ignore_errors=True)

@@ -328,7 +328,8 @@ def _copy_entry(sfd: int, dfd: int, name: str, rel: str, links: str, max_file: i
                 if copied > max_file:
                     break
                 fout.write(chunk)
-            os.utime(fout.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))
+            fout.flush()  # a write after the utime (the buffer, at close) would make the copy newer than it is:
+            os.utime(fout.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))  # make then rebuilds generated files
     report.files += 1
     report.bytes += copied
 

@@ -42,7 +42,9 @@ class PlannerState:
     pending_switch: str | None = None
     pending_disable: list[str] = field(default_factory=list)  # option-name patterns waiting for build_status
     feature_of: dict[str, str] = field(default_factory=dict)  # disable pattern -> the dependency it replaces
-    pending_goals: bool = False  # build make's default goal without its test goals (asks build_status for them)
+    source_dir: str = "src"  # the project's root folder (build_status's source_dir)
+    in_tree: bool = False  # an autotools build moved into the source folder (_build_in_tree)
+    pending_goals: bool = False  # build make's default goal's prerequisites by name (asks build_status for them)
     make_goals: list[str] = field(default_factory=list)  # explicit goals for the build step's make
     clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
     cleaning: bool = False
@@ -153,6 +155,8 @@ class Planner:
             s.blocked_reason = "the build finished but was not verified: " + "; ".join(reasons[:5])
         elif result.name in ("build_dependency", "edit_file") and result.is_error:
             s.notes.append(f"{result.name} failed: {result.text.splitlines()[0][:200]}")
+            if result.name == "build_dependency" and result.data.get("own_files") and self._build_in_tree():
+                return
             if result.name == "build_dependency" and result.data.get("name"):
                 self._without_dependency(result.data["name"], keep=bool(result.data.get("keep_features")))
         elif result.name == "run_command" and s.phase == "steps":
@@ -163,6 +167,7 @@ class Planner:
         s.system = data.get("build_system")
         s.recipe = data.get("recipe") or []
         s.output_dir = data.get("output_dir", "build")
+        s.source_dir = data.get("source_dir", "src")
         if not s.recipe:
             s.phase = "blocked"
             s.blocked_reason = f"no build system found ({s.system})"
@@ -186,6 +191,7 @@ class Planner:
             return
         s.system, s.recipe, s.step = data["build_system"], data["recipe"], 0
         s.output_dir = data.get("output_dir", "build")
+        s.source_dir = data.get("source_dir", s.source_dir)
         s.phase = "steps"
 
     def _on_options(self, data: dict[str, Any], result: Message) -> None:
@@ -206,16 +212,20 @@ class Planner:
                                else f"no project option matches {pattern}")
 
     def _on_goals(self, data: dict[str, Any], result: Message) -> None:
+        """Build the default goal's own prerequisites by name, without its test and documentation goals and
+        without its recipe (which is what failed: running the tests, or `$(MAKE) -C doc` with a missing tool)."""
         s = self.state
         s.phase = "steps"
         goals = data.get("make_goals") or {}
-        chosen = goals.get("without_tests") or []
-        if chosen and chosen != goals.get("prerequisites"):
+        chosen = goals.get("essential") or []
+        left_out = [p for p in goals.get("prerequisites", []) if p not in chosen]
+        if chosen and (left_out or goals.get("has_recipe")):
             s.make_goals = chosen
-            s.notes.append(f"built make goals {' '.join(chosen)} instead of `{goals['default']}` (its test goals "
-                           "run target programs on the build machine)")
+            why = (f"left out: {' '.join(left_out)}, test or documentation goals" if left_out else
+                   "its own commands, which failed, are not run")
+            s.notes.append(f"built make goals {' '.join(chosen)} instead of `{goals['default']}` ({why})")
         else:
-            s.notes.append("make's default goal has no test goals to leave out")
+            s.notes.append("make's default goal has no test or documentation goals to leave out")
 
     def _on_command(self, result: Message) -> None:
         s = self.state
@@ -249,6 +259,28 @@ class Planner:
         s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); knowledge-base entries attached: "
                             f"{attached}; no fix left that the planner can apply."
                             + (f" Full log: {data['log']}" if data.get("log") else ""))
+
+    def _build_in_tree(self) -> bool:
+        """An autotools build in build/ whose own parts miss the project's own headers (a VPATH bug: `-I../lib` where
+        `-I$(top_srcdir)/lib` was meant): configure and build in the source folder instead, as the project's
+        authors do. True when the recipe changed."""
+        s = self.state
+        if s.system != "autotools" or s.in_tree or s.output_dir == s.source_dir:
+            return False
+        build, source = s.output_dir, s.source_dir
+        recipe = []
+        for step in s.recipe:
+            if step["argv"] == ["mkdir", "-p", build]:
+                continue
+            argv = list(step["argv"])
+            if step["phase"] == "configure" and argv[0].endswith("/configure"):
+                argv[0] = "./configure"
+            recipe.append({**step, "argv": argv, "cwd": source if step["cwd"] == build else step["cwd"]})
+        s.recipe, s.output_dir, s.in_tree = recipe, source, True
+        s.step = _restart_index(recipe)
+        s.notes.append(f"built in {source}/ itself: the out-of-tree build's own parts did not find the project's "
+                       "own headers")
+        return True
 
     def _without_dependency(self, name: str, *, keep: bool) -> None:
         """A dependency that cannot be had: turn off the project's option for the feature that needs it (found in
@@ -285,7 +317,7 @@ class Planner:
                     pass  # every restart after a fix starts from a removed build folder
                 elif kind == "disable_option" and s.system in ("cmake", "meson", "autotools", "configure"):
                     s.pending_disable.append(action["pattern"])
-                elif kind == "skip_test_goals" and s.system in ("make", "configure"):
+                elif kind in ("skip_test_goals", "skip_doc_goals") and s.system in ("make", "configure"):
                     s.pending_goals = True
                 elif kind == "switch_system" and action.get("system") != s.system:
                     s.pending_switch = action["system"]

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from crossbuild.env import sandbox
 from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
+from crossbuild.env.workspace import PRISTINE
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, scan_tree
@@ -126,7 +129,9 @@ def is_testlike(rel: str) -> bool:
 def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = None,
            box: Sandbox | None = None, run_tests: bool = True, allow_host: list[str] | None = None,
            rebuild_steps: list[BuildStep] | None = None, rebuild_source: str = "src",
-           smoke_timeout_s: float = 60.0) -> VerifyReport:
+           rebuild_edits: Sequence[str] = (), smoke_timeout_s: float = 60.0) -> VerifyReport:
+    """The verdict on the build folder ROOT. A clean rebuild (REBUILD_STEPS) starts from the source as it was
+    prepared, with the files the agent edited (REBUILD_EDITS, workspace-relative) laid over it."""
     root = Path(os.path.abspath(root))
     report = VerifyReport(target=target.name, root=str(root), run_tests=run_tests)
     if root.is_symlink() or not root.is_dir():  # a build may replace its output folder by a link to host files
@@ -137,7 +142,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     if rebuild_steps:
         if toolchain is None:
             raise ValueError("a clean rebuild needs the toolchain (BuildEnv) it was built with")
-        report.rebuild = _clean_rebuild(root, rebuild_steps, toolchain, rebuild_source, box)
+        report.rebuild = _clean_rebuild(root, rebuild_steps, toolchain, rebuild_source, box, rebuild_edits)
         if not report.rebuild["ok"]:
             report.reasons.append(f"clean rebuild failed: {report.rebuild['error']}")
 
@@ -212,14 +217,20 @@ def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
 
 
 def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, source: str,
-                   box: Sandbox | None) -> dict:
-    """Replay the recorded steps on a fresh copy of the pristine source, in a second workspace
+                   box: Sandbox | None, edits: Sequence[str] = ()) -> dict:
+    """Replay the recorded steps on a fresh copy of the pristine source (what the workspace was prepared with, so
+    nothing an in-tree build left behind is reused) with the agent's edits laid over it, in a second workspace
     (`.xbuild/rebuild/`, which builds cannot write); absolute paths into the original workspace are remapped to
-    the copy. The copy takes folders, files and links as they are, never following one."""
+    the copy. The copy takes folders, files and links as they are, never following one. A workspace prepared
+    before pristine copies existed is copied as it is now."""
     original_ws = toolchain.workspace
     fresh_ws = toolchain.xbuild / "rebuild"
     safefs.remove_tree(original_ws, Path(".xbuild", "rebuild"))
-    copied = safefs.copy_tree(original_ws, source, original_ws, Path(".xbuild", "rebuild", source))
+    pristine = original_ws / PRISTINE
+    base = pristine if (pristine / source).is_dir() and not (pristine / source).is_symlink() else original_ws
+    copied = safefs.copy_tree(base, source, original_ws, Path(".xbuild", "rebuild", source))
+    if base == pristine:
+        _lay_over(original_ws, fresh_ws, [e for e in edits if Path(e).is_relative_to(source)])
     fresh = replace(toolchain, workspace=fresh_ws).materialise()  # same settings, new place
     box = sandbox.for_toolchain(fresh, backend=box.backend if box is not None else "auto")
     env = fresh.env.as_dict()
@@ -244,6 +255,17 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
             "not_copied": copied.skipped[:20],
             "error": None if ok else ("rebuild produced no binaries" if not rebuilt
                                       else f"rebuild lacks {', '.join(missing[:5])}")}
+
+
+def _lay_over(original_ws: Path, fresh_ws: Path, edits: list[str]) -> None:
+    """The agent's edited files, read without following links, written into the rebuild's source."""
+    for rel in edits:
+        try:
+            with os.fdopen(safefs.open_regular(original_ws, rel, max_bytes=64 << 20), "rb") as f:
+                data, mode = f.read(), stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+        except OSError:  # safefs.UnsafePath included
+            continue  # removed or replaced since: the rebuild shows what that means
+        safefs.write_atomic(fresh_ws, rel, data, mode=mode)
 
 
 def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, timeout: float,

@@ -129,9 +129,8 @@ def make_goals(root: Path, source: str = "src") -> dict[str, Any] | None:
         found = recipes.default_goal(text)
         if found is None:
             return None
-        goal, prerequisites = found
-        return {"default": goal, "prerequisites": prerequisites,
-                "without_tests": recipes.without_test_goals(prerequisites)}
+        return {"default": found.name, "prerequisites": found.prerequisites, "has_recipe": found.has_recipe,
+                "essential": found.essential()}
     return None
 
 
@@ -166,7 +165,7 @@ def _authorize_verify(ctx: RunContext, args: VerifyArgs) -> Path:
 def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     steps = replay_steps(ctx) if args.rebuild else None
     report = verify(real, ctx.target, toolchain=ctx.toolchain, box=ctx.sandbox, run_tests=args.run_tests,
-                    rebuild_steps=steps or None, smoke_timeout_s=args.timeout)
+                    rebuild_steps=steps or None, rebuild_edits=ctx.edited, smoke_timeout_s=args.timeout)
     text = report.summary(paths.display(ctx, real))
     if args.rebuild and not steps:
         text += "\n  clean rebuild: not run (no successful build commands in this session to replay)"

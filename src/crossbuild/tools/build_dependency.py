@@ -22,7 +22,8 @@ def _build_dependency(ctx: RunContext, args: BuildDependencyArgs, _: None) -> To
                           hint="build the dependency yourself into the prefix, or disable the feature that needs it")
     out = ctx.dependency_builder(ctx, args.name, args.version)
     data = {"name": args.name, "source": out.source, "cached": out.cached, "seconds": round(out.seconds, 3),
-            "files": out.files, "consumer": out.consumer, "keep_features": ctx.keep_features}
+            "files": out.files, "consumer": out.consumer, "keep_features": ctx.keep_features,
+            "own_files": getattr(out, "own", False)}
     if not out.ok:
         raise ToolFailure(out.message, hint=(
             "the user asked to keep every feature (--keep-features): stop and say so with finish(status='blocked')"

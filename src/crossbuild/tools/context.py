@@ -20,7 +20,17 @@ from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation.targets import Target
 
 HISTORY = "commands.jsonl"  # in .xbuild/, which builds cannot write
+EDITS = "edited.txt"  # files the agent's own file tools changed, one workspace-relative path per line
 MAX_HISTORY_BYTES = 16 << 20
+
+
+def _load_edits(path: Path) -> list[str]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return []
+    with os.fdopen(fd) as f:
+        return list(dict.fromkeys(line for line in f.read(MAX_HISTORY_BYTES).splitlines() if line))
 
 
 def _load_history(path: Path) -> list[CommandRecord]:
@@ -74,6 +84,7 @@ class RunContext:
     depth: int = 0  # 0 for the project, 1 for its dependencies, ...
     keep_features: bool = False  # a dependency that cannot be had ends the build instead of its feature being dropped
     kb_attached: list[str] = field(default_factory=list)  # entry|actions already shown in this session
+    edited: list[str] = field(default_factory=list)  # what write_file/edit_file changed (the clean rebuild keeps it)
     _log_seq: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
     _path_locks: defaultdict[str, threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock),
                                                            repr=False)
@@ -100,7 +111,7 @@ class RunContext:
                    command_limits=command_limits or Limits(), jobs=jobs or os.cpu_count() or 2,
                    cancel=cancel or threading.Event(), dependency_builder=dependency_builder,
                    install_prefix=install_prefix, destdir=destdir, depth=depth, keep_features=keep_features,
-                   commands=_load_history(tc.xbuild / HISTORY))
+                   commands=_load_history(tc.xbuild / HISTORY), edited=_load_edits(tc.xbuild / EDITS))
 
     @property
     def prefix(self) -> Path:
@@ -127,6 +138,17 @@ class RunContext:
                      0o644)
         with os.fdopen(fd, "a") as f:
             f.write(line)
+
+    def record_edit(self, real_path: Path) -> None:
+        """A file the agent wrote: the clean rebuild lays it over the pristine source (kept in the workspace too,
+        so a reopened workspace still knows it)."""
+        rel = str(real_path.relative_to(self.root))
+        if rel in self.edited:
+            return
+        self.edited.append(rel)
+        fd = os.open(self.xbuild / EDITS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "a") as f:
+            f.write(rel + "\n")
 
     def path_lock(self, real_path: Path) -> threading.Lock:
         """Calls that touch the same file are serialised by a lock per real path."""

@@ -171,7 +171,7 @@ def _authorize_write(ctx: RunContext, args: WriteFileArgs | EditFileArgs) -> Pat
 def atomic_write(ctx: RunContext, real: Path, data: bytes) -> None:
     """Write via a temp file + rename, every folder below the workspace opened without following links: neither a
     link swapped in for the file (the rename replaces the link itself) nor one swapped in for a folder can
-    redirect the write. An existing file keeps its permissions."""
+    redirect the write. An existing file keeps its permissions. The file is recorded as the agent's edit."""
     rel = real.relative_to(ctx.root)
     try:
         st = os.lstat(real)
@@ -183,6 +183,7 @@ def atomic_write(ctx: RunContext, real: Path, data: bytes) -> None:
     except safefs.UnsafePath as e:
         raise PermissionDenied(f"{paths.display(ctx, real.parent)} now leads outside the workspace ({e.filename} "
                                "is a link).", hint="a folder was replaced by a symlink; nothing was written") from None
+    ctx.record_edit(real)
 
 
 def _write_file(ctx: RunContext, args: WriteFileArgs, real: Path) -> ToolResult:
