@@ -152,6 +152,40 @@ def test_an_autotools_project_whose_tests_miss_its_own_header_out_of_tree_is_bui
     assert any(s["path"].endswith("vp_test") and s["passed"] for s in out["verify"]["smoke_runs"])
 
 
+OLD_CONFIG_SUB = """\
+#!/bin/sh
+# as a release from before riscv64 answers
+case "$1" in
+  riscv64*) echo "Invalid configuration \\`$1': machine \\`riscv64' not recognized" >&2; exit 1;;
+  *) exec "$(dirname "$0")/config.sub.real" "$@";;
+esac
+"""
+
+
+@pytest.mark.slow
+def test_an_autotools_release_whose_config_sub_predates_the_target_gets_current_ones(tmp_path):
+    import subprocess
+
+    project = tmp_path / "old"
+    project.mkdir()
+    (project / "configure.ac").write_text("AC_INIT([old], [1.0])\nAC_CONFIG_AUX_DIR([build-aux])\n"
+                                          "AM_INIT_AUTOMAKE([foreign])\nAC_CANONICAL_HOST\nAC_PROG_CC\n"
+                                          "AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n")
+    (project / "Makefile.am").write_text("bin_PROGRAMS = old\nold_SOURCES = old.c\n")
+    (project / "old.c").write_text("int main(void){return 0;}\n")
+    subprocess.run(["autoreconf", "-fi"], cwd=project, check=True, capture_output=True)  # a release's configure
+    aux = project / "build-aux"
+    (aux / "config.sub").rename(aux / "config.sub.real")
+    (aux / "config.sub").write_text(OLD_CONFIG_SUB)
+    (aux / "config.sub").chmod(0o755)
+    r, out = _build(tmp_path, str(project), "riscv64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["rebuild"]["ok"]
+    assert "replaced src/build-aux/config.guess, src/build-aux/config.sub with current ones" in out["message"]
+    ws = tmp_path / "ws"
+    assert (ws / "src/build-aux/config.sub").read_bytes() == (ws / ".xbuild/autotools/config.sub").read_bytes()
+
+
 FEATURE_PROJECT = """\
 cmake_minimum_required(VERSION 3.16)
 project(feat C)

@@ -68,3 +68,29 @@ def test_only_switches_that_turn_a_feature_off_are_offered_and_never_the_proof()
                                                         "configure_args": ["--disable-static", "--without-openssl"]}
     assert list(debian_rules.switches_off(["-DDOCS=false"], "meson")) == ["meson_args"]
     assert debian_rules.switches_off(["-DDOCS=false"], None) == {"cmake_args": ["-DDOCS=false"]}  # Meson would stop
+
+
+def test_what_debian_exports_only_when_cross_building_is_taken_and_nothing_else():
+    # sqlite3's rules: its Makefile builds lemon for the build machine only when CROSS_BUILDING=yes
+    rules = debian_rules.parse("""\
+export DEB_HOST_GNU_TYPE ?= $(shell dpkg-architecture -qDEB_HOST_GNU_TYPE)
+ifeq ($(DEB_BUILD_GNU_TYPE), $(DEB_HOST_GNU_TYPE))
+  export CROSS_BUILDING=no
+else
+  export CROSS_BUILDING=yes
+  export CC=$(DEB_HOST_GNU_TYPE)-gcc
+  export PKG_CONFIG=aarch64-linux-gnu-pkg-config
+  export TCL_DIR=/usr/lib/tcl8.6
+  ifeq ($(DEB_HOST_ARCH),arm64)
+    export ONLY_ON_ARM64=1
+  endif
+endif
+ifneq ($(DEB_HOST_ARCH),$(DEB_BUILD_ARCH))
+  export GENERATOR_FOR_BUILD_TOO=yes
+  NOT_EXPORTED=1
+endif
+%:
+\tdh $@
+""")
+    assert rules.cross_env == (("CROSS_BUILDING", "yes"), ("GENERATOR_FOR_BUILD_TOO", "yes"))
+    assert "when cross-building: CROSS_BUILDING=yes GENERATOR_FOR_BUILD_TOO=yes" in rules.describe()

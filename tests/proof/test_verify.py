@@ -350,3 +350,29 @@ def test_the_clean_rebuild_starts_from_the_source_as_prepared_with_the_agents_ed
     rebuilt_src = ws.root / ".xbuild" / "rebuild" / "src"
     assert "missing.c" not in (rebuilt_src / "Makefile").read_text()
     assert (ws.root / ".xbuild" / "pristine" / "src" / "Makefile").read_text().endswith("main.c missing.c\n")
+
+
+def test_a_test_program_runs_where_make_check_would_run_it_and_finds_its_data_through_srcdir(tmp_path):
+    """Automake runs tests/.libs/prog's wrapper in tests/ with srcdir set to the source's tests/; xz's test
+    programs open `files/...` from there. Run anywhere else, they fail for a reason that is not the build's."""
+    from crossbuild.env.toolchain import Toolchain
+    from crossbuild.foundation import host
+
+    ws = tmp_path / "ws"
+    (ws / "build" / "tests" / ".libs").mkdir(parents=True)
+    (ws / "src" / "tests" / "files").mkdir(parents=True)
+    (ws / "src" / "tests" / "files" / "input.txt").write_text("from the source tree\n")
+    (ws / "build" / "tests" / "made.txt").write_text("from the build folder\n")
+    (tmp_path / "t.c").write_text(
+        '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
+        'int main(void){char p[4096]; const char *s = getenv("srcdir"); if(!s) return 2;\n'
+        'snprintf(p, sizeof p, "%s/files/input.txt", s); FILE *a = fopen(p, "r"), *b = fopen("made.txt", "r");\n'
+        'if(!a || !b){fprintf(stderr, "%s: Failed to open the file\\n", a ? "made.txt" : p); return 99;}\n'
+        'puts("found both"); return 0;}\n')
+    zcc(str(host.zig_executable()), "aarch64-linux-musl", ["t.c", "-o", str(ws / "build/tests/.libs/test_data")],
+        tmp_path)
+    tc = Toolchain.for_target(AARCH64, ws, prefix=tmp_path / "prefix").materialise()
+    report = verify(ws / "build", AARCH64, toolchain=tc)
+    (run,) = report.smoke_runs
+    assert run.passed and "found both" in run.output_tail, run.output_tail
+    assert report.ok, report.reasons

@@ -20,6 +20,13 @@ _SYSTEMS = {"cmake": "cmake", "cmake+makefile": "cmake", "cmake+ninja": "cmake",
             "meson+ninja": "meson", "autoconf": "autotools", "makefile": "make"}
 _CONDITIONAL_OPEN = re.compile(r"^\s*(ifeq|ifneq|ifdef|ifndef)\b")
 _CONDITIONAL_END = re.compile(r"^\s*endif\b")
+_CONDITIONAL_ELSE = re.compile(r"^\s*else\b")
+# `ifeq ($(DEB_BUILD_GNU_TYPE),$(DEB_HOST_GNU_TYPE))` and the ARCH forms: the branch a cross build takes
+_CROSS_TEST = re.compile(r"^\s*(ifeq|ifneq)\s*\(\s*\$\(DEB_(BUILD|HOST)_(GNU_TYPE|ARCH)\)\s*,\s*"
+                         r"\$\(DEB_(BUILD|HOST)_(GNU_TYPE|ARCH)\)\s*\)")
+# what crossbuild's toolchain sets itself: Debian's cross values for these name its own cross tools
+_TOOLCHAIN_VARIABLES = re.compile(r"^(CC|CXX|CPP|AR|AS|LD|NM|RANLIB|STRIP|OBJCOPY|OBJDUMP|PKG_CONFIG\w*|\w*FLAGS|"
+                                  r"PATH|HOME|SHELL|\w*_FOR_BUILD|HOST_\w+|BUILD_\w+|DEB_\w+|DH_\w+)$")
 _ASSIGNMENT = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\+=|:=|\?=|=)\s*(.*)$")
 _REFERENCE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]")
 _OFF_VALUE = re.compile(r"^-D[\w.-]+(?::\w+)?=(?:OFF|off|Off|FALSE|false|NO|no|0|disabled)$")
@@ -39,6 +46,9 @@ class DebianRules:
     autoreconf: bool | None = None  # `--with autoreconf` / `--without autoreconf`; None when rules do not say
     configure_args: tuple[str, ...] = ()  # after `dh_auto_configure --`, the first unconditional call
     dropped_args: tuple[str, ...] = field(default=())  # made of make variables or host paths
+    # `export NAME = value` in the branch a cross build takes (sqlite3: CROSS_BUILDING=yes, so its Makefile builds
+    # lemon for the build machine), literal values only, never a toolchain variable
+    cross_env: tuple[tuple[str, str], ...] = ()
 
     @property
     def system(self) -> str | None:
@@ -57,6 +67,8 @@ class DebianRules:
             said.append(f"configure arguments: {shlex.join(self.configure_args)}")
         if self.dropped_args:
             said.append(f"{len(self.dropped_args)} arguments left out (make variables or host paths)")
+        if self.cross_env:
+            said.append("when cross-building: " + " ".join(f"{k}={v}" for k, v in self.cross_env))
         return "; ".join(said)
 
 
@@ -122,7 +134,31 @@ def parse(text: str) -> DebianRules:
     kept, dropped = configure or ([], [])
     return DebianRules(buildsystem=found.get("buildsystem"), sourcedir=found.get("sourcedir"),
                        builddir=found.get("builddir"), autoreconf=autoreconf, configure_args=tuple(kept),
-                       dropped_args=tuple(dropped))
+                       dropped_args=tuple(dropped), cross_env=_cross_exports(lines))
+
+
+def _cross_exports(lines: list[str]) -> tuple[tuple[str, str], ...]:
+    """`export NAME = value` lines that a cross build takes and a native build does not: inside the cross branch
+    of a build-versus-host test, with no other condition around them."""
+    branches: list[str] = []  # per open conditional: "cross", "native" or "other"
+    out: dict[str, str] = {}
+    for line in lines:
+        if m := _CROSS_TEST.match(line):
+            branches.append("native" if m.group(1) == "ifeq" else "cross")
+        elif _CONDITIONAL_OPEN.match(line):
+            branches.append("other")
+        elif _CONDITIONAL_ELSE.match(line) and branches:
+            branches[-1] = {"cross": "native", "native": "cross"}.get(branches[-1], "other")
+        elif _CONDITIONAL_END.match(line) and branches:
+            branches.pop()
+        elif branches and set(branches) == {"cross"} and not line.startswith("\t") \
+                and line.lstrip().startswith("export "):
+            m = _ASSIGNMENT.match(line.strip())
+            if m and m.group(2) in ("=", ":=", "?=") and not _TOOLCHAIN_VARIABLES.match(m.group(1)):
+                value = m.group(3).strip()
+                if value and not re.search(r"[$/`\\\s]", value):
+                    out[m.group(1)] = value
+    return tuple(out.items())
 
 
 def _logical_lines(text: str) -> list[str]:

@@ -148,6 +148,12 @@ class Toolchain:
         return self.xbuild / "config.site"
 
     @property
+    def autotools_scripts(self) -> Path:
+        """Current config.sub and config.guess (Debian's autotools-dev): they know riscv64 and musl, where a
+        project's own copy may be older than the target."""
+        return self.xbuild / "autotools"
+
+    @property
     def emulator(self) -> Path | None:
         """`.xbuild/bin/target-run PROGRAM ARGS`: runs a target program under qemu (None for Windows)."""
         return None if self.target.is_windows else self.bindir / "target-run"
@@ -186,6 +192,8 @@ class Toolchain:
         self._write(self.cmake_toolchain_file, self.cmake_toolchain_text())
         self._write(self.meson_cross_file, self.meson_cross_text())
         self._write(self.config_site, CONFIG_SITE)
+        for name, script in host.autotools_scripts().items():  # for projects whose config.sub predates the target
+            self._write(self.xbuild / "autotools" / name, script.read_text(encoding="utf-8"), executable=True)
         if self.isolated:
             languages = warm or zigcache.languages_of(self.workspace / "src")
             zigcache.warm(self.target, languages=languages, shared=self.zig_cache, zig=self.zig)

@@ -75,3 +75,10 @@ def build_triple() -> str:
     """The autotools --build triple of this machine (what config.guess would print on glibc Linux)."""
     machine = platform.machine() or "x86_64"
     return f"{machine}-pc-linux-gnu"
+
+
+def autotools_scripts() -> dict[str, Path]:
+    """The build machine's config.sub and config.guess (autotools-dev), the ones Debian's dh_update_autotools_config
+    puts into every package it builds; empty when not installed."""
+    found = {name: Path("/usr/share/misc") / name for name in ("config.sub", "config.guess")}
+    return {name: path for name, path in found.items() if path.is_file()}

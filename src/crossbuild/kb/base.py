@@ -23,7 +23,7 @@ MIN_BM25_SCORE = 12.0
 
 ActionKind = Literal["cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env", "disable_option",
                      "switch_system", "use_glibc", "patch", "dependency", "clean", "skip_test_goals",
-                     "skip_doc_goals"]
+                     "skip_doc_goals", "update_config_scripts"]
 _NEEDS = {"cmake_args": "args", "meson_args": "args", "configure_args": "args", "make_args": "args",
           "cache_vars": "args", "env": "args", "disable_option": "pattern", "switch_system": "system", "patch": "file",
           "dependency": "name"}

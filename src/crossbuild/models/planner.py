@@ -14,6 +14,7 @@ import re
 import shlex
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from crossbuild.env import debian_rules
@@ -44,6 +45,7 @@ class PlannerState:
     feature_of: dict[str, str] = field(default_factory=dict)  # disable pattern -> the dependency it replaces
     source_dir: str = "src"  # the project's root folder (build_status's source_dir)
     in_tree: bool = False  # an autotools build moved into the source folder (_build_in_tree)
+    config_scripts: list[str] = field(default_factory=list)  # the project's config.sub/config.guess copies
     pending_goals: bool = False  # build make's default goal's prerequisites by name (asks build_status for them)
     make_goals: list[str] = field(default_factory=list)  # explicit goals for the build step's make
     clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
@@ -123,6 +125,15 @@ class Planner:
                 s.clean_first = False
                 s.cleaning = True
                 return self._call("run_command", command="rm -rf build")
+            remake = ["mkdir", "-p", s.output_dir]
+            if s.clean_first and step["phase"] in ("fix", "configure") and s.system == "autotools" \
+                    and remake in [r["argv"] for r in s.recipe[:s.step]]:
+                # out of tree: a fresh folder, so nothing built with the old settings (a generator compiled for
+                # the target before CC_FOR_BUILD was set, sqlite3's lemon) is reused
+                s.clean_first = False
+                s.cleaning = True
+                s.step = [r["argv"] for r in s.recipe].index(remake)
+                return self._call("run_command", command=f"rm -rf {shlex.quote(s.output_dir)}")
             return self._call("run_command", command=shlex.join(self._argv(step)), cwd=step["cwd"],
                               env={**s.env, **step.get("env", {})} or None, timeout=BUILD_TIMEOUT_S)
         return self._finish("blocked", "the planner lost track of its plan (unexpected state)")
@@ -168,6 +179,7 @@ class Planner:
         s.recipe = data.get("recipe") or []
         s.output_dir = data.get("output_dir", "build")
         s.source_dir = data.get("source_dir", "src")
+        s.config_scripts = data.get("config_scripts") or []
         if not s.recipe:
             s.phase = "blocked"
             s.blocked_reason = f"no build system found ({s.system})"
@@ -176,12 +188,18 @@ class Planner:
         self._take_debian_hints(data.get("debian_rules") or {})
 
     def _take_debian_hints(self, rules: dict[str, Any]) -> None:
-        """Debian's own configure switches that can only turn a feature off (debian_rules.switches_off)."""
+        """Debian's own configure switches that can only turn a feature off (debian_rules.switches_off), and the
+        variables its rules export when cross-building (every command gets them)."""
         off = debian_rules.switches_off(rules.get("configure_args", []), rules.get("system"))
         for key, args in off.items():
             self.state.extra[key] += args
         if off:
             self.state.notes.append(f"from debian/rules: {' '.join(a for args in off.values() for a in args)}")
+        cross = {name: value for name, value in rules.get("cross_env") or []}
+        if cross:
+            self.state.env.update(cross)
+            self.state.notes.append("from debian/rules, as Debian cross-builds it: "
+                                    + " ".join(f"{k}={v}" for k, v in cross.items()))
 
     def _on_switched(self, data: dict[str, Any], result: Message) -> None:
         s = self.state
@@ -319,6 +337,12 @@ class Planner:
                     s.pending_disable.append(action["pattern"])
                 elif kind in ("skip_test_goals", "skip_doc_goals") and s.system in ("make", "configure"):
                     s.pending_goals = True
+                elif kind == "update_config_scripts" and s.system in ("autotools", "configure") and s.config_scripts:
+                    # every copy in the project replaced by the current one crossbuild keeps in .xbuild/autotools/
+                    at = _restart_index(s.recipe)
+                    s.recipe[at:at] = [{"argv": ["cp", f".xbuild/autotools/{Path(p).name}", p], "cwd": ".",
+                                        "phase": "fix", "env": {}} for p in s.config_scripts]
+                    s.notes.append(f"replaced {', '.join(s.config_scripts)} with current ones")
                 elif kind == "switch_system" and action.get("system") != s.system:
                     s.pending_switch = action["system"]
                 elif kind == "patch":
@@ -375,9 +399,10 @@ def _describe(action: dict[str, Any]) -> str:
 
 
 def _restart_index(recipe: list[dict[str, Any]]) -> int:
-    """Start again from configuring (prepare steps such as autoreconf are kept)."""
+    """Start again from configuring, after the fixes that go before it (prepare steps such as autoreconf are
+    kept)."""
     for i, step in enumerate(recipe):
-        if step["phase"] == "configure":
+        if step["phase"] in ("fix", "configure"):
             return i
     return 0
 

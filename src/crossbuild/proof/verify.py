@@ -191,7 +191,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             # the dependencies' shared libraries, where the build linked them from (a target system would have
             # them installed too)
             deps = [str(d) for d in (toolchain.prefix / "lib", toolchain.prefix / "lib64") if d.is_dir()]
-            report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, log_dir, deps)
+            report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, log_dir, deps,
+                                            source=toolchain.workspace / rebuild_source)
         else:
             with tempfile.TemporaryDirectory(prefix="crossbuild-verify-") as tmp:
                 report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, Path(tmp))
@@ -268,8 +269,21 @@ def _lay_over(original_ws: Path, fresh_ws: Path, edits: list[str]) -> None:
         safefs.write_atomic(fresh_ws, rel, data, mode=mode)
 
 
+def _where_tests_run(root: Path, exe: Path, source: Path | None) -> tuple[Path, Path]:
+    """Where `make check` would run a test program and its `srcdir` (automake's convention, which test programs
+    use to find their data files, e.g. xz's `files/`): the folder of a libtool program's wrapper (not `.libs/`),
+    and the matching folder of the source tree when the build is out of tree."""
+    cwd = exe.parent.parent if exe.parent.name == ".libs" else exe.parent
+    srcdir = cwd
+    if source is not None and not root.is_relative_to(source):
+        mirrored = source / cwd.relative_to(root)
+        if mirrored.is_dir() and not mirrored.is_symlink():
+            srcdir = mirrored
+    return cwd, srcdir
+
+
 def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, timeout: float,
-                log_dir: Path, dependency_lib_dirs: list[str] = ()) -> list[SmokeRun]:
+                log_dir: Path, dependency_lib_dirs: list[str] = (), source: Path | None = None) -> list[SmokeRun]:
     candidates = [a for a in report.artifacts
                   if a["ok"] and a["kind"] == "executable" and not a.get("member_of") and is_testlike(a["path"])]
     runs: list[SmokeRun] = []
@@ -288,9 +302,10 @@ def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, 
             runs.append(run)
             continue
         run.command = argv
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(exe.parent), "LC_ALL": "C"}
+        cwd, srcdir = _where_tests_run(root, exe, source)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C", "srcdir": str(srcdir)}
         log_name = f"{i:02d}-{Path(a['path']).name[:80]}.log"
-        res = box.run(argv, cwd=exe.parent, env=env, log_path=log_dir / log_name,
+        res = box.run(argv, cwd=cwd, env=env, log_path=log_dir / log_name,
                       limits=Limits(timeout_s=timeout, max_output_bytes=4 << 20))
         run.exit_code, run.stopped, run.duration_s = res.returncode, res.stopped, round(res.duration_s, 3)
         run.passed = res.ok

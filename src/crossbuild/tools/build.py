@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -102,12 +103,19 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
                       data={"options": options, "configure_options": switches, "make_goals": goals,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
-                            "commands": len(ctx.commands),
+                            "commands": len(ctx.commands), "config_scripts": config_scripts(ctx.root, source),
                             "artifacts": artifacts, "artifacts_for_target": fitting,
                             "output_dir": recipes.output_dir(system, source=source) if recipe else "build",
                             "recipe": recipe, "source_dir": source,
                             "cmake_args": tc.cmake_args(), "meson_args": tc.meson_args(),
                             "configure_args": tc.configure_args()})
+
+
+def config_scripts(root: Path, source: str = "src") -> list[str]:
+    """The project's copies of config.sub and config.guess (workspace-relative), which an old release ships too old
+    for riscv64 or musl."""
+    return sorted(f"{source}/{e.rel}" for e in safefs.walk_files(root / source, prune=lambda rel: rel.count("/") > 3)
+                  if e.name in ("config.sub", "config.guess") and stat.S_ISREG(e.st.st_mode))
 
 
 def configure_options(root: Path, source: str = "src") -> dict[str, str]:
