@@ -376,3 +376,26 @@ def test_a_test_program_runs_where_make_check_would_run_it_and_finds_its_data_th
     (run,) = report.smoke_runs
     assert run.passed and "found both" in run.output_tail, run.output_tail
     assert report.ok, report.reasons
+
+
+def test_a_generator_built_for_the_build_machine_is_not_a_product_unless_the_install_ships_it(tmp_path, fixtures):
+    """sqlite3 builds lemon with CC_FOR_BUILD to generate its parser; make install leaves it out. The same host
+    program in the install is a product built for the wrong machine."""
+    from crossbuild.env.toolchain import Toolchain
+
+    ws = tmp_path / "ws"
+    for dest, name in {"build/test_ok": "test_ok", "build/lemon-for-build": "hostprog",
+                       "install/bin/test_ok": "test_ok"}.items():
+        (ws / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(fixtures / name, ws / dest)
+    tc = Toolchain.for_target(AARCH64, ws, prefix=tmp_path / "prefix").materialise()
+    report = verify(ws / "build", AARCH64, toolchain=tc)
+    assert report.ok, report.reasons
+    assert report.build_tools == ["lemon-for-build"] and "lemon-for-build" not in by_path(report)
+    assert "not counted: 1 programs built for the build machine" in report.summary("build")
+    shutil.copy(fixtures / "hostprog", ws / "install" / "bin" / "lemon-for-build")
+    report = verify(ws / "build", AARCH64, toolchain=tc)
+    assert not report.ok and any(r.startswith("lemon-for-build: machine EM_X86_64") for r in report.reasons)
+    # without an install there is nothing to tell a generator from a mistake by
+    shutil.rmtree(ws / "install")
+    assert not verify(ws / "build", AARCH64, toolchain=tc).ok

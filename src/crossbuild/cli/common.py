@@ -93,8 +93,8 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
     print_table(table)
     counts = ", ".join(f"{k}: {v}" for k, v in report.counts.items())
     console.print(f"counted: {counts}; configure probes excluded: {report.probes_excluded}")
-    if report.linker_temporaries:
-        console.print(report.not_counted())
+    if report.linker_temporaries or report.build_tools:
+        console.print(report.not_counted(), markup=False, highlight=False)
     if report.rebuild:
         status = "[green]passed[/]" if report.rebuild["ok"] else f"[red]failed[/]: {report.rebuild['error']}"
         console.print(f"clean rebuild: {status}")

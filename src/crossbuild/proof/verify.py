@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import re
 import stat
 import tempfile
@@ -25,6 +26,7 @@ from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
 from crossbuild.proof.target_run import loader_lacks, runner_argv
 from crossbuild.proof.triage import triage
 
+_BUILD_MACHINE = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "riscv64": "EM_RISCV"}  # platform -> ELF machine
 _TESTLIKE = re.compile(r"(^|[_\-.])(test|check|example|demo|selftest|unittest)s?([_\-.]|$)|^(test|example)",
                        re.IGNORECASE)
 _TESTLIKE_DIRS = {"test", "tests", "testing", "example", "examples", "demo", "demos"}
@@ -76,6 +78,8 @@ class VerifyReport:
     probe_mismatches: list[str] = field(default_factory=list)  # probe-folder binaries not for the target
     not_binaries: list[str] = field(default_factory=list)
     allowed_host: list[str] = field(default_factory=list)
+    # programs for the build machine that the project's install leaves out: generators (sqlite3's lemon), not products
+    build_tools: list[str] = field(default_factory=list)
     smoke_runs: list[SmokeRun] = field(default_factory=list)
     rebuild: dict | None = None
     sandbox: str = "none"
@@ -85,8 +89,14 @@ class VerifyReport:
         return asdict(self)
 
     def not_counted(self) -> str:
-        return (f"not counted: {len(self.linker_temporaries)} linker temporaries a failed link left "
-                f"({', '.join(self.linker_temporaries[:3])})")
+        said = []
+        if self.linker_temporaries:
+            said.append(f"{len(self.linker_temporaries)} linker temporaries a failed link left "
+                        f"({', '.join(self.linker_temporaries[:3])})")
+        if self.build_tools:
+            said.append(f"{len(self.build_tools)} programs built for the build machine that the install leaves out "
+                        f"({', '.join(self.build_tools[:3])})")
+        return "not counted: " + "; ".join(said)
 
     def proven(self) -> str:
         """What the verdict rests on, in one line: a VERIFIED with no test program run proves the architecture
@@ -112,7 +122,7 @@ class VerifyReport:
         lines = [f"{'VERIFIED' if self.ok else 'NOT VERIFIED'} for {self.target}: {shown_root} ({counts})",
                  f"  {self.proven()}"]
         lines += [f"  smoke run {run.path}: {run.outcome()}" for run in self.smoke_runs[:limit]]
-        if self.linker_temporaries:
+        if self.linker_temporaries or self.build_tools:
             lines.append(f"  {self.not_counted()}")
         if self.rebuild:
             lines.append(f"  clean rebuild: {'passed' if self.rebuild['ok'] else self.rebuild['error']}")
@@ -155,10 +165,14 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     if scan.incomplete:
         report.reasons.append(f"the artifact scan is incomplete: {scan.incomplete}")
     bad: list[tuple[Artifact, list[str]]] = []
+    installed = _installed_names(toolchain)
     for a in scan.artifacts:
         problems = check_artifact(a, target)
         if problems and matches_any(a.path.split("(")[0], allow_host):
             report.allowed_host.append(a.path)
+            continue
+        if problems and _is_build_tool(a, installed):
+            report.build_tools.append(a.path)
             continue
         entry = a.to_dict()
         entry["ok"] = not problems
@@ -267,6 +281,27 @@ def _lay_over(original_ws: Path, fresh_ws: Path, edits: list[str]) -> None:
         except OSError:  # safefs.UnsafePath included
             continue  # removed or replaced since: the rebuild shows what that means
         safefs.write_atomic(fresh_ws, rel, data, mode=mode)
+
+
+def _installed_names(toolchain: Toolchain | None) -> set[str] | None:
+    """The file names the project's install put into <workspace>/install, or None when nothing target-built was
+    installed there (then no program can be told apart as a build-machine tool)."""
+    if toolchain is None:
+        return None
+    install = toolchain.workspace / "install"
+    if not install.is_dir() or install.is_symlink():
+        return None
+    scan = scan_tree(install)
+    if not any(not check_artifact(a, toolchain.target) for a in scan.artifacts):
+        return None
+    return {Path(a.path).name for a in scan.artifacts} | {e.name for e in safefs.walk_files(install)}
+
+
+def _is_build_tool(a: Artifact, installed: set[str] | None) -> bool:
+    """A program for this build machine (a generator built with CC_FOR_BUILD) that the install leaves out. One the
+    install does ship is a product built for the wrong machine."""
+    return (installed is not None and a.kind == "executable" and a.machine == _BUILD_MACHINE.get(platform.machine())
+            and not a.member_of and Path(a.path).name not in installed)
 
 
 def _where_tests_run(root: Path, exe: Path, source: Path | None) -> tuple[Path, Path]:

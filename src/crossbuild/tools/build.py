@@ -178,7 +178,7 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     if args.rebuild and not steps:
         text += "\n  clean rebuild: not run (no successful build commands in this session to replay)"
     data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons, "proven": report.proven(),
-            "linker_temporaries": report.linker_temporaries,
+            "linker_temporaries": report.linker_temporaries, "build_tools": report.build_tools,
             "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped, "triage": r.triage, "why": r.why,
                             "outcome": r.outcome()}
                            for r in report.smoke_runs],
