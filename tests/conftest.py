@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -49,3 +50,17 @@ def cb(*args: str, cwd: Path | None = None, timeout: float = 1200,
     """The real `crossbuild` command, with a minimal environment (plus ENV)."""
     return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
                           env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(Path.home()), **(env or {})})
+
+
+def outcome_of(stdout: str) -> dict:
+    """The outcome `crossbuild build --json` ends with: the data of its last {"event": "outcome"} line ({} when
+    there is none)."""
+    found: dict = {}
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "outcome":
+            found = event["data"]
+    return found

@@ -17,7 +17,7 @@ import pytest
 from crossbuild.env import sandbox, zigcache
 from crossbuild.foundation import host
 from crossbuild.foundation.targets import parse_target
-from tests.conftest import EXAMPLE, cb
+from tests.conftest import EXAMPLE, cb, outcome_of
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(sandbox.probe().backend != "bubblewrap", reason="the boundary needs bubblewrap")]
@@ -80,7 +80,7 @@ def build(tmp_path: Path, source: Path | str, *extra: str) -> tuple[dict, Path]:
     ws = tmp_path / "ws"
     r = cb("build", str(source), "-t", TARGET, "-w", str(ws), "--db", str(tmp_path / "runs.db"),
            "--prefix", str(tmp_path / "prefix"), "--json", *extra, cwd=tmp_path, timeout=1800)
-    out = json.loads(r.stdout) if r.stdout.strip().startswith("{") else {}
+    out = outcome_of(r.stdout)
     assert out, r.stdout[-2000:] + r.stderr[-3000:]
     return out, ws
 

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import EXAMPLE, cb
+from tests.conftest import EXAMPLE, cb, outcome_of
 
 TARGETS = ["aarch64-linux-musl", "riscv64-linux-musl"]
 
@@ -18,7 +18,7 @@ TARGETS = ["aarch64-linux-musl", "riscv64-linux-musl"]
 def _build(tmp_path, source, target, *extra):
     r = cb("build", source, "-t", target, "-w", str(tmp_path / "ws"), "--db", str(tmp_path / "runs.db"), "--json",
            *extra, cwd=tmp_path, timeout=3000)
-    out = json.loads(r.stdout) if r.stdout.strip().startswith("{") else {}
+    out = outcome_of(r.stdout)
     return r, out
 
 

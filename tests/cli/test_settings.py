@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cb
+from tests.conftest import cb, outcome_of
 
 
 def _files(tmp_path: Path, project: str, user: str | None = None) -> tuple[Path, dict[str, str]]:
@@ -150,7 +150,7 @@ cmake_args = ["-DMARK_FROM_SETTINGS=from-the-project-file"]
     # the file's budget of 2 steps is overridden on the command line
     r = cb("build", str(src), "-w", str(ws), "--db", str(db), "--max-steps", "30", "--json", cwd=proj, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    outcome = json.loads(r.stdout)
+    outcome = outcome_of(r.stdout)
     assert outcome["status"] == "verified"
     # on the host afterwards: the argument reached CMake and the program, the allowed variable reached the build,
     # and nothing else from the user's environment did

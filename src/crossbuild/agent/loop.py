@@ -273,7 +273,7 @@ class Agent:
             self.emit(Event("kb_attached", {"step": self.steps, "entry": k["id"], "title": k["title"]}))
         self.emit(Event("tool_result", {"step": self.steps, "id": call.id, "name": call.name, "ok": result.ok,
                                         "error_type": result.error_type, "summary": text.splitlines()[0][:200],
-                                        "duration_s": result.duration_s}))
+                                        "duration_s": result.duration_s, "log": result.data.get("log")}))
 
     def _finish(self, result: ToolResult) -> Stop | None:
         data = result.data

@@ -2,81 +2,20 @@
 
 from __future__ import annotations
 
-import json
-import sys
 import threading
-import time
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from crossbuild.agent.budgets import Budgets
-from crossbuild.agent.events import Event
 from crossbuild.agent.session import BuildRequest, build
 from crossbuild.cli.common import console, err, fail, load_settings, open_trace, print_report, target_from
+from crossbuild.cli.progress import MODES, renderer
 from crossbuild.env import workspace
 from crossbuild.foundation.background import call_in_thread
 from crossbuild.models import ModelConfig, ModelConfigError
 
 app = typer.Typer()
-
-
-class LiveProgress:
-    """A line per step and tool call, a spinner with elapsed time while a command runs."""
-
-    def __init__(self, quiet: bool = False):
-        self.quiet = quiet
-        self.start = time.monotonic()
-        self.status = None
-
-    def __call__(self, e: Event) -> None:
-        if self.quiet:
-            return
-        d = e.data
-        t = f"[dim]{time.monotonic() - self.start:6.1f}s[/]"
-        if e.kind == "workspace_prepared" and d["left_out"]:
-            shown = ", ".join(d["left_out"][:8]) + (f" and {len(d['left_out']) - 8} more" if len(d["left_out"]) > 8
-                                                    else "")
-            console.print(f"[yellow]not copied into the workspace:[/] {escape(shown)}", highlight=False)
-        elif e.kind == "run_started":
-            console.print(f"run [bold]{d['run_id']}[/] · model {d['model']} · target {d['target']} · {d['workspace']}")
-        elif e.kind == "tool_call":
-            args = d["arguments"]
-            try:
-                parsed = json.loads(args)
-                shown = parsed.get("command") or parsed.get("path") or parsed.get("query") or ""
-            except (json.JSONDecodeError, AttributeError):
-                shown = args[:80]
-            if self.status is None:
-                self.status = console.status(escape(f"step {d['step']}: {d['name']} {shown}"[:150]))
-                self.status.start()
-            else:
-                self.status.update(escape(f"step {d['step']}: {d['name']} {shown}"[:150]))
-        elif e.kind == "tool_result":
-            self._stop_spinner()
-            mark = "[green]✓[/]" if d["ok"] else f"[red]✗ {d['error_type']}[/]"
-            console.print(f"{t} {d['step']:>3} {d['name']:<16} {mark} {escape(d['summary'])}", highlight=False)
-        elif e.kind == "model_text":
-            console.print(f"{t}     [italic]{escape(d['text'][:300])}[/]", highlight=False)
-        elif e.kind == "kb_attached":
-            console.print(f"{t}     [yellow]knowledge:[/] {d['entry']} — {escape(d['title'])}", highlight=False)
-        elif e.kind == "nudge":
-            console.print(f"{t}     [yellow]no progress:[/] {escape(d['why'])}", highlight=False)
-        elif e.kind == "budget_note":
-            console.print(f"[yellow]note:[/] {escape(d['message'])}", highlight=False)
-        elif e.kind == "provider_retry":
-            console.print(f"{t}     [yellow]provider retry {d['attempt']}[/] ({d['reason']}), waiting {d['delay_s']}s")
-        elif e.kind == "verify":
-            console.print(f"{t}     verify {d['output_dir']}: " + ("[green]VERIFIED[/]" if d["ok"] else
-                                                                     "[red]not verified[/]"))
-        elif e.kind == "finished":
-            self._stop_spinner()
-
-    def _stop_spinner(self) -> None:
-        if self.status is not None:
-            self.status.stop()
-            self.status = None
 
 
 @app.command("build")
@@ -110,9 +49,15 @@ def build_command(
     config: Path = typer.Option(None, "--config", help="Settings file to use instead of the nearest crossbuild.toml."),
     no_config: bool = typer.Option(False, "--no-config", help="Read no settings file (options and CROSSBUILD_* "
                                    "variables still apply)."),
-    as_json: bool = typer.Option(False, "--json", help="Print each outcome as one JSON line (no live progress)."),
+    progress: str = typer.Option("auto", "--progress", help="auto | tty | plain | json: how the run is shown as it "
+                                 "happens (auto: tty at a terminal, plain in a log)."),
+    as_json: bool = typer.Option(False, "--json", help="Same as --progress json: one JSON object per event (JSON "
+                                 "Lines), the last one per target {\"event\": \"outcome\", ...}."),
 ) -> None:
     """Cross-build SOURCE with an agent until the verifier accepts it. Exit 0 only when every target is verified."""
+    if progress not in MODES:
+        fail(f"--progress {progress!r}: choose one of {', '.join(MODES)}")
+    mode = "json" if as_json else progress
     for name in target or []:
         target_from(name)  # an unknown --target gets the targets' own message before anything else
     resolved = load_settings(config, no_config, {
@@ -138,16 +83,16 @@ def build_command(
                            model=ModelConfig(spec=s.model, base_url=s.base_url, strict=strict,
                                              tool_choice=tool_choice, parallel_tool_calls=parallel,
                                              temperature=temperature, seed=seed))
-        outcomes.append(_build_one(req, as_json))
-    if len(outcomes) > 1 and not as_json:
+        outcomes.append(_build_one(req, mode))
+    if len(outcomes) > 1 and mode != "json":
         for name, ok in zip(s.targets, outcomes, strict=True):
             console.print(f"{name}: " + ("[green]VERIFIED[/]" if ok else "[red]not verified[/]"))
     raise typer.Exit(0 if all(outcomes) else 1)
 
 
-def _build_one(req: BuildRequest, as_json: bool) -> bool:
-    """One target's run, rendered live; True when verified."""
-    progress = LiveProgress(quiet=as_json)
+def _build_one(req: BuildRequest, mode: str) -> bool:
+    """One target's run, rendered as it happens; True when verified."""
+    show = renderer(mode)
     cancel = threading.Event()
 
     def interrupted() -> None:
@@ -156,19 +101,18 @@ def _build_one(req: BuildRequest, as_json: bool) -> bool:
 
     error: BaseException | None = None
     try:
-        outcome, ctx = call_in_thread(lambda: build(req, on_event=progress, cancel=cancel), name="crossbuild-build",
+        outcome, ctx = call_in_thread(lambda: build(req, on_event=show, cancel=cancel), name="crossbuild-build",
                                       on_interrupt=interrupted, poll_s=0.2)
     except Exception as e:  # reported below, after the spinner stops
         error = e
-    progress._stop_spinner()
+    show.close()
     if isinstance(error, workspace.SourceError | ModelConfigError):
         err.print(f"[red]error:[/] {error}")
         raise typer.Exit(2)
     if error is not None:
         raise error
-    if as_json:
-        sys.stdout.write(json.dumps({**outcome.to_dict(), "workspace": str(ctx.root)}) + "\n")
-        sys.stdout.flush()
+    if mode == "json":
+        show.outcome({**outcome.to_dict(), "workspace": str(ctx.root)})
         return outcome.ok
     if outcome.verify:
         print_report(outcome.verify, False)

@@ -119,13 +119,16 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
 
 
 def _json_from(stdout: str) -> dict[str, Any] | None:
-    start = stdout.find("{")
-    if start < 0:
-        return None
-    try:
-        return json.loads(stdout[start:])
-    except json.JSONDecodeError:
-        return None
+    """The outcome `crossbuild build --json` ends with (its last {"event": "outcome"} line)."""
+    found = None
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "outcome":
+            found = event.get("data")
+    return found
 
 
 def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path) -> dict[str, bool | None]:
