@@ -164,3 +164,17 @@ cmake_args = ["-DMARK_FROM_SETTINGS=from-the-project-file"]
     config = json.loads(shown["config_json"])
     assert config["budgets"]["max_steps"] == 30 and config["passthrough"] == ["MY_BUILD_MARK"]
     assert "passed-through" not in shown["config_json"]  # names are traced, never values
+
+
+def test_the_variables_crossbuild_env_exports_are_not_settings(tmp_path):
+    """`eval "$(crossbuild env riscv64-linux-musl --shell)"` exports CROSSBUILD_TARGET, CROSSBUILD_PREFIX, ...; a
+    crossbuild command run in that shell must not take them for settings (CROSSBUILD_TARGET is not `[target]`)."""
+    r = cb("env", "riscv64-linux-musl", "-w", str(tmp_path / "ws"), "--shell")
+    assert r.returncode == 0, r.stderr
+    exported = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines()
+                    if line.startswith("export CROSSBUILD_"))
+    assert "CROSSBUILD_TARGET" in exported and "CROSSBUILD_PREFIX" in exported
+    env = {k: v.strip("'") for k, v in exported.items()} | {"CROSSBUILD_MODEL": "openai:gpt-4o-mini"}
+    shown = _show(tmp_path, env, "--no-config")["settings"]
+    assert shown["target"] == {"value": {}, "from": "default"}
+    assert shown["model"] == {"value": "planner", "from": "default"}  # CROSSBUILD_MODEL is auto's LLM

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, field_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict, SettingsError
 
 from crossbuild.foundation.targets import UnknownTargetError, parse_target
 
@@ -71,10 +71,11 @@ def _comma_list(value: Any) -> Any:
     return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
 
-class Settings(BaseSettings):
-    """Everything a settings layer may set. Unknown keys are errors, so a typo never silently does nothing."""
+class Settings(BaseModel):
+    """Everything a settings layer may set, validated once the layers are merged (a plain model: the layers are read
+    before, the environment by `_FromEnvironment`). Unknown keys are errors, so a typo never silently does nothing."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid")
+    model_config = ConfigDict(extra="forbid")
 
     targets: Annotated[list[str], NoDecode] = Field(default=[], description="targets built when --target is absent")
     model: str = "planner"
@@ -214,10 +215,28 @@ def _read_file(path: Path, *, project_file: bool) -> dict[str, Any]:
     return data
 
 
+class _FromEnvironment(BaseSettings):
+    """What a CROSSBUILD_* variable may set, read as text and validated with the other layers. Not the `target`
+    tables (CROSSBUILD_TARGET is what crossbuild itself sets inside builds and `crossbuild env --shell` exports),
+    not the dependencies or keys, and not `model`: CROSSBUILD_MODEL keeps the meaning it had before settings files,
+    the LLM that `--model auto` hands over to."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore")
+    targets: str | None = None
+    base_url: str | None = None
+    jobs: str | None = None
+    keep_features: str | None = None
+    env_passthrough: str | None = None
+    budgets: dict[str, str] | None = None
+
+
 def _read_environment() -> dict[str, Any]:
-    """CROSSBUILD_TARGETS, CROSSBUILD_JOBS, CROSSBUILD_BUDGETS__MAX_STEPS, ...: pydantic-settings' own reading.
-    CROSSBUILD_MODEL keeps the meaning it had before settings files: the LLM that `--model auto` hands over to."""
-    return {k: v for k, v in EnvSettingsSource(Settings)().items() if k not in ("model", "openai", "anthropic")}
+    """CROSSBUILD_TARGETS, CROSSBUILD_JOBS, CROSSBUILD_BUDGETS__MAX_STEPS, ...: pydantic-settings' own reading."""
+    try:
+        found = EnvSettingsSource(_FromEnvironment)()
+    except SettingsError as e:
+        raise ConfigError(f"a CROSSBUILD_* variable cannot be read: {e}") from None
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def _canonical_target_tables(data: dict[str, Any], layer: str) -> dict[str, Any]:
