@@ -1,6 +1,7 @@
 """The only judge of success: optional clean rebuild, artifact scan against the target, qemu smoke runs.
 
-`verify(...)` returns a VerifyReport (JSON-serialisable); the model's own claims never count.
+`verify(...)` returns a VerifyReport (JSON-serialisable); the model's own claims never count. Longer than the house
+limit by a few lines: the clean rebuild, the scan and the smoke runs decide one verdict together.
 """
 
 from __future__ import annotations
