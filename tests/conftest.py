@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -53,14 +52,7 @@ def cb(*args: str, cwd: Path | None = None, timeout: float = 1200,
 
 
 def outcome_of(stdout: str) -> dict:
-    """The outcome `crossbuild build --json` ends with: the data of its last {"event": "outcome"} line ({} when
-    there is none)."""
-    found: dict = {}
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("event") == "outcome":
-            found = event["data"]
-    return found
+    """The outcome `crossbuild build --json` ends with ({} when there is none): the evaluation's own reading."""
+    from crossbuild.evaluation.runner import outcome_from
+
+    return outcome_from(stdout) or {}

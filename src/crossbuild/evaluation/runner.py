@@ -101,7 +101,7 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         return {**row, "status": "crashed", "error": f"cell timed out after {config.timeout_s:.0f}s",
                 "wall_s": time.monotonic() - start}
-    outcome = _json_from(proc.stdout)
+    outcome = outcome_from(proc.stdout)
     (work / "build.log").write_text(proc.stdout[-200_000:] + "\n--- stderr ---\n" + proc.stderr[-200_000:])
     if outcome is None:
         return {**row, "status": "crashed", "error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}",
@@ -118,7 +118,7 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
             "kb_attached": outcome.get("kb_attached", [])}
 
 
-def _json_from(stdout: str) -> dict[str, Any] | None:
+def outcome_from(stdout: str) -> dict[str, Any] | None:
     """The outcome `crossbuild build --json` ends with (its last {"event": "outcome"} line)."""
     found = None
     for line in stdout.splitlines():

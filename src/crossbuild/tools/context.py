@@ -24,24 +24,29 @@ EDITS = "edited.txt"  # files the agent's own file tools changed, one workspace-
 MAX_HISTORY_BYTES = 16 << 20
 
 
-def _load_edits(path: Path) -> list[str]:
+def _read_lines(path: Path) -> list[str]:
+    """The lines of a record crossbuild keeps in .xbuild/ (bounded, never through a link; none when absent)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return []
     with os.fdopen(fd) as f:
-        return list(dict.fromkeys(line for line in f.read(MAX_HISTORY_BYTES).splitlines() if line))
+        return f.read(MAX_HISTORY_BYTES).splitlines()
+
+
+def _append_line(path: Path, line: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "a") as f:
+        f.write(line + "\n")
+
+
+def _load_edits(path: Path) -> list[str]:
+    return list(dict.fromkeys(line for line in _read_lines(path) if line))
 
 
 def _load_history(path: Path) -> list[CommandRecord]:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return []
-    with os.fdopen(fd) as f:
-        lines = f.read(MAX_HISTORY_BYTES).splitlines()
     out = []
-    for line in lines:
+    for line in _read_lines(path):
         try:
             out.append(CommandRecord(**json.loads(line)))
         except (ValueError, TypeError):
@@ -133,11 +138,7 @@ class RunContext:
         """Keep a command in this run's history and in the workspace's (so a reopened workspace, e.g. after an MCP
         reconnect, still knows every step a clean rebuild must replay)."""
         self.commands.append(command)
-        line = json.dumps(dataclasses.asdict(command)) + "\n"
-        fd = os.open(self.xbuild / HISTORY, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o644)
-        with os.fdopen(fd, "a") as f:
-            f.write(line)
+        _append_line(self.xbuild / HISTORY, json.dumps(dataclasses.asdict(command)))
 
     def record_edit(self, real_path: Path) -> None:
         """A file the agent wrote: the clean rebuild lays it over the pristine source (kept in the workspace too,
@@ -146,9 +147,7 @@ class RunContext:
         if rel in self.edited:
             return
         self.edited.append(rel)
-        fd = os.open(self.xbuild / EDITS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        with os.fdopen(fd, "a") as f:
-            f.write(rel + "\n")
+        _append_line(self.xbuild / EDITS, rel)
 
     def path_lock(self, real_path: Path) -> threading.Lock:
         """Calls that touch the same file are serialised by a lock per real path."""
