@@ -4,7 +4,6 @@ built dependencies keyed by (target, package, version, zig, options), and instal
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -166,7 +165,7 @@ def store(target: str, source: str, version: str | None, stage: Path, *, prefix:
     entry.rejected = [f"{rel} ({why})" for rel, why in copied.skipped]
     entry.files = sorted(e.rel for e in safefs.walk_files(tmp / "tree"))
     (tmp / "manifest.json").write_text(json.dumps(asdict(entry), indent=1))
-    with _lock(final.with_suffix(".lock")):
+    with host.exclusive(final.with_suffix(".lock")):
         if final.exists():
             shutil.rmtree(final)
         os.rename(tmp, final)
@@ -178,7 +177,7 @@ def install(entry: CachedDependency, prefix: Path) -> int:
     prefix = Path(prefix)
     prefix.mkdir(parents=True, exist_ok=True)
     tree = entry.dir / "tree"
-    with _lock(prefix / ".crossbuild-prefix.lock"):
+    with host.exclusive(prefix / ".crossbuild-prefix.lock"):
         copied = 0
         for rel in entry.files:
             src, dst = tree / rel, prefix / rel
@@ -206,20 +205,9 @@ def installed(prefix: Path, entry: CachedDependency) -> bool:
 
 
 @contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-@contextmanager
 def build_lock(target: str, source: str) -> Iterator[None]:
     """One build of a package per target at a time; the second waiter then finds it in the cache."""
-    with _lock(deps_root() / target / f"{_safe(source)}.build.lock"):
+    with host.exclusive(deps_root() / target / f"{_safe(source)}.build.lock"):
         yield
 
 

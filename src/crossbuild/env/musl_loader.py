@@ -11,7 +11,6 @@ in which those libc-level symbols are made local.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -110,9 +109,7 @@ def build(target: Target, *, source: str | None = None, force: bool = False,
     dest = loader_path(target.arch)
     if sysroot_for(target.arch) and not force:
         return dest
-    sysroots_root().mkdir(parents=True, exist_ok=True)
-    with open(sysroots_root() / f".{target.arch}.lock", "w") as lock:  # verifiers in parallel build it once
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with host.exclusive(sysroots_root() / f".{target.arch}.lock"):  # verifiers in parallel build it once
         if sysroot_for(target.arch) and not force:
             return dest
         return _build(target, dest, source or str(musl_source()), progress)

@@ -213,10 +213,17 @@ def _apt_options() -> list[str]:
 
 
 def _apt_update() -> None:
-    d = _apt_dir()
+    """Write the private source lists and fetch their indices (at most daily). Under a lock: two crossbuild
+    processes updating one apt state at once fail (apt's own locking is off, since the state is private)."""
     stanzas = _deb_src_entries()
     if not stanzas:
         raise SourceError("no Debian archive found in /etc/apt to fetch source packages from")
+    with host.exclusive(_apt_dir() / "update.lock"):
+        _write_lists_and_update(stanzas)
+
+
+def _write_lists_and_update(stanzas: list[str]) -> None:
+    d = _apt_dir()
     (d / "sources.d").mkdir(parents=True, exist_ok=True)
     (d / "state" / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     (d / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
@@ -255,6 +262,16 @@ def _from_debian(spec: str, ws: Workspace) -> None:
         raise SourceError("debian: sources need apt-get and dpkg-source: `apt-get install dpkg-dev`")
     _apt_update()
     cache = host.cache_root() / "debian-src" / (f"{name}_{version}" if version else name)
+    with host.exclusive(cache.with_name(cache.name + ".lock")):  # one download per package at a time
+        dsc = _downloaded_source(name, version, spec, cache)
+    r = subprocess.run(["dpkg-source", "--no-check", "-x", str(dsc[-1]), str(ws.src)], capture_output=True,
+                       text=True, timeout=900)
+    if r.returncode != 0:
+        raise SourceError(f"dpkg-source -x {dsc[-1].name} failed: {r.stderr.strip()[-400:]}")
+
+
+def _downloaded_source(name: str, version: str, spec: str, cache: Path) -> list[Path]:
+    """The .dsc files of the source package in `cache`, downloading it first when it is not there."""
     dsc = sorted(cache.glob("*.dsc")) if cache.exists() else []
     if not dsc:
         cache.mkdir(parents=True, exist_ok=True)
@@ -274,10 +291,7 @@ def _from_debian(spec: str, ws: Workspace) -> None:
             hint = f" The archive lists: {', '.join(served)}." if served else ""
             raise SourceError(f"cannot download Debian source {spec}: {r.stderr.strip()[-300:]}{hint}")
         dsc = sorted(cache.glob("*.dsc"))
-    r = subprocess.run(["dpkg-source", "--no-check", "-x", str(dsc[-1]), str(ws.src)], capture_output=True,
-                       text=True, timeout=900)
-    if r.returncode != 0:
-        raise SourceError(f"dpkg-source -x {dsc[-1].name} failed: {r.stderr.strip()[-400:]}")
+    return dsc
 
 
 def _apt_source(spec: str, cache: Path) -> subprocess.CompletedProcess:

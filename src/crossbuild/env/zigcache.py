@@ -8,7 +8,6 @@ workspace, while the shared libc, compiler-rt and libc++ are only ever written b
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import os
@@ -75,9 +74,7 @@ def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | 
     todo = [lang for lang in languages if not stamp(shared, target, lang, zig).exists()]
     if not todo:
         return []
-    shared.mkdir(parents=True, exist_ok=True)
-    with open(shared / ".crossbuild-warm.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with host.exclusive(shared / ".crossbuild-warm.lock"):
         done = []
         for lang in todo:
             done_stamp = stamp(shared, target, lang, zig)

@@ -5,12 +5,15 @@ Read at call time, never at import time, so tests and two runs in one process ca
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import os
 import platform
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
@@ -23,6 +26,19 @@ def cache_root() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return (base / "crossbuild").resolve()
+
+
+@contextmanager
+def exclusive(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_file` (created if need be): crossbuild processes on one machine share the
+    caches, and the second one to arrive waits, then finds the work done."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def zig_cache_dir() -> Path:
