@@ -230,7 +230,7 @@ def _write_lists_and_update(stanzas: list[str]) -> None:
     (d / "sources.list").write_text("")
     (d / "sources.d" / "crossbuild.sources").write_text("\n\n".join(stanzas) + "\n")
     stamp = d / "state" / "updated"
-    if stamp.exists() and time.time() - stamp.stat().st_mtime < 24 * 3600:
+    if stamp.exists() and time.time() - stamp.stat().st_mtime < 24 * 3600 and source_lists():
         return
     r = subprocess.run(["apt-get", *_apt_options(), "update"], capture_output=True, text=True, timeout=900)
     if r.returncode != 0:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -90,15 +91,13 @@ def fetch(project: Project) -> Path:
         raise CorpusError(f"{project.name}: pin the Debian version (debian:{name}=VERSION)")
     dsc = dsc_path(name, version)
     if dsc is None:
-        tmp = host.cache_root() / "tmp-fetch"
-        try:
-            workspace.prepare(project.source, tmp / name)  # downloads into the shared cache, then unpacks
-        except workspace.SourceError as e:
-            raise CorpusError(f"{project.name}: pinned source {project.source} is not available: {e}") from None
-        finally:
-            import shutil
-
-            shutil.rmtree(tmp / name, ignore_errors=True)
+        host.cache_root().mkdir(parents=True, exist_ok=True)
+        # a scratch folder of this process's own: two evaluations may fetch the same project at once
+        with tempfile.TemporaryDirectory(prefix="fetch-", dir=host.cache_root()) as tmp:
+            try:
+                workspace.prepare(project.source, Path(tmp) / name)  # downloads into the shared cache, then unpacks
+            except workspace.SourceError as e:
+                raise CorpusError(f"{project.name}: pinned source {project.source} is not available: {e}") from None
         dsc = dsc_path(name, version)
         if dsc is None:
             raise CorpusError(f"{project.name}: {project.source} downloaded no .dsc")
