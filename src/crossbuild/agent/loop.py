@@ -4,6 +4,7 @@ knowledge-base entries to failed build commands, watch budgets and progress, and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import traceback
@@ -13,10 +14,12 @@ from typing import Any
 from crossbuild import __version__
 from crossbuild.agent import prompt
 from crossbuild.agent.budgets import Budgets, cost_usd
+from crossbuild.agent.context_window import compact
 from crossbuild.agent.events import Event, EventSink, ignore
 from crossbuild.agent.finish import FINISH
 from crossbuild.agent.outcome import RunOutcome, Stop, StopReason
 from crossbuild.agent.progress import ProgressMonitor, Verdict, call_signature
+from crossbuild.agent.resume import Replay
 from crossbuild.foundation.background import Abandoned, call_in_thread
 from crossbuild.models.base import Message, Model, ProviderError, ToolCall, Turn, Usage
 from crossbuild.proof.verify import VerifyReport, verify
@@ -27,13 +30,11 @@ from crossbuild.tools.context import RunContext
 from crossbuild.tools.schemas import openai_tools
 from crossbuild.trace.store import Trace, messages_hash, new_run_id
 
-COMPACT_KEEP_RECENT = 8
-
 
 class Agent:
     def __init__(self, model: Model, ctx: RunContext, *, source: str = "", toolset: Toolset | None = None,
                  budgets: Budgets | None = None, trace: Trace | None = None, on_event: EventSink = ignore,
-                 config: dict[str, Any] | None = None, run_id: str | None = None):
+                 config: dict[str, Any] | None = None, run_id: str | None = None, replay: Replay | None = None):
         self.model = model
         self.ctx = ctx
         self.source = source
@@ -56,6 +57,7 @@ class Agent:
         self._pending_nudge: str | None = None
         self._sent = 0  # messages already recorded in the trace
         self._start = 0.0
+        self.replay = replay  # a resumed run: its recorded turns and results come first
 
     # ---- the run ------------------------------------------------------------------------------------------------
 
@@ -64,12 +66,19 @@ class Agent:
         system = prompt.SYSTEM
         self.messages = [Message("system", system), Message("user", prompt.task_message(self.ctx, self.source))]
         specs = json.dumps(openai_tools(self.toolset), sort_keys=True)
-        if self.trace:
+        if self.replay:
+            self._start -= self.replay.elapsed_s
+            self.usage += self.replay.usage
+            if self.trace:
+                self.trace.resume_run(self.run_id, replayed_turns=len(self.replay.turns),
+                                      replayed_calls=len(self.replay.results))
+        elif self.trace:
             self.trace.start_run(run_id=self.run_id, source=self.source, target=self.ctx.target.name,
                                  model=self.model.name, config=self.config, version=__version__,
                                  prompt_hash=prompt.prompt_hash(system, specs), workspace=str(self.ctx.root))
         self.emit(Event("run_started", {"run_id": self.run_id, "model": self.model.name,
-                                        "target": self.ctx.target.name, "workspace": str(self.ctx.root)}))
+                                        "target": self.ctx.target.name, "workspace": str(self.ctx.root),
+                                        "resumed": self.replay is not None}))
         if self.model.name.startswith(("openai:", "anthropic:")) and self.budgets.max_cost_usd is not None \
                 and cost_usd(self.model.name, Usage()) is None:  # said once, at the start
             self.emit(Event("budget_note", {"message": f"no price is known for {self.model.name}: the "
@@ -77,8 +86,9 @@ class Agent:
                                                        "(the token and step budgets are)"}))
         outcome: RunOutcome | None = None
         try:
-            while True:
-                self._step()
+            with self.trace.alive(self.run_id) if self.trace else contextlib.nullcontext():
+                while True:
+                    self._step()
         except Stop as stop:
             outcome = self._outcome(stop.reason, stop.message, stop.verify, stop.output_dir)
         except Exception as e:  # a bug in crossbuild: the run ends with status error, traceback in the trace
@@ -130,7 +140,7 @@ class Agent:
         self._check_budgets()
         self.steps += 1
         self.emit(Event("step_started", {"step": self.steps}))
-        self._compact()
+        compact(self.messages, self.budgets.context_chars)
         turn = self._ask_model()
         self.messages.append(Message("assistant", turn.text, tool_calls=list(turn.tool_calls)))
         if turn.text:
@@ -155,6 +165,30 @@ class Agent:
     def _ask_model(self) -> Turn:
         new = [m.to_dict() for m in self.messages[self._sent:]]
         request_hash = messages_hash([m.to_dict() for m in self.messages])
+        if self.replay and self.replay.replaying:
+            turn, replayed = self.replay.turn(self.model, lambda: self._call_model(new, request_hash))
+            if not self.replay.replaying:
+                self.emit(Event("replay_done", {"step": self.steps, "turns": self.replay.replayed_turns,
+                                                "calls": self.replay.replayed_calls,
+                                                "diverged": self.replay.diverged}))
+            if replayed:  # in the trace already, usage counted
+                self._sent = len(self.messages) + 1
+                return turn
+        else:
+            turn = self._call_model(new, request_hash)
+        self.usage += turn.usage
+        self._sent = len(self.messages) + 1  # the assistant message appended next is in the response
+        if self.trace:
+            self.trace.model_call(self.run_id, step=self.steps, model=self.model.name, request_hash=request_hash,
+                                  new_messages=new, response=turn.raw, text=turn.text,
+                                  tool_calls=[c.__dict__ for c in turn.tool_calls], finish_reason=turn.finish_reason,
+                                  input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens,
+                                  cached_tokens=turn.usage.cached_tokens,
+                                  cache_write_tokens=turn.usage.cache_write_tokens, latency_s=turn.latency_s)
+        return turn
+
+    def _call_model(self, new: list[dict[str, Any]], request_hash: str) -> Turn:
+        """One model call, live; a failure is recorded and ends the run."""
         try:  # Ctrl-C and a cancel must not wait for a slow provider
             turn = call_in_thread(lambda: self.model.complete(self.messages, self.toolset, cancel=self.ctx.cancel),
                                   name="model-call", until=self.ctx.cancel.is_set)
@@ -171,15 +205,6 @@ class Agent:
                            + (f" (HTTP {error.status})" if error.status and str(error.status) not in str(error)
                               else "")) from None
             raise
-        self.usage += turn.usage
-        self._sent = len(self.messages) + 1  # the assistant message appended next is in the response
-        if self.trace:
-            self.trace.model_call(self.run_id, step=self.steps, model=self.model.name, request_hash=request_hash,
-                                  new_messages=new, response=turn.raw, text=turn.text,
-                                  tool_calls=[c.__dict__ for c in turn.tool_calls], finish_reason=turn.finish_reason,
-                                  input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens,
-                                  cached_tokens=turn.usage.cached_tokens,
-                                  cache_write_tokens=turn.usage.cache_write_tokens, latency_s=turn.latency_s)
         return turn
 
     # ---- tool calls ---------------------------------------------------------------------------------------------
@@ -218,7 +243,8 @@ class Agent:
             return ToolResult(ok=False, error_type=ErrorType.CANCELLED,
                               message="not run: the tool-call budget is spent.")
         self.tool_calls += 1
-        return self.toolset.dispatch(self.ctx, call.name, call.arguments)
+        recorded = self.replay.result_for(self.steps, call) if self.replay else None
+        return recorded or self.toolset.dispatch(self.ctx, call.name, call.arguments)
 
     def _after_call(self, call: ToolCall, result: ToolResult) -> Stop | None:
         """One result, in order: the verifier's verdict on a finish, the guards' refusals, the progress check, the
@@ -263,7 +289,8 @@ class Agent:
                 "attached fix, or change the build files. Repeating it will end the run.]")
 
     def _record_call(self, call: ToolCall, result: ToolResult, attached: list[dict], text: str) -> None:
-        if self.trace:
+        replayed = bool(self.replay and self.replay.is_replayed(result))
+        if self.trace and not replayed:
             row = self.trace.tool_call(self.run_id, step=self.steps, seq=self.tool_calls, call_id=call.id,
                                        name=call.name, raw_arguments=call.arguments, parsed=_parsed(call.arguments),
                                        result=result.to_dict(), fingerprint=result.fingerprint)
@@ -273,7 +300,8 @@ class Agent:
             self.emit(Event("kb_attached", {"step": self.steps, "entry": k["id"], "title": k["title"]}))
         self.emit(Event("tool_result", {"step": self.steps, "id": call.id, "name": call.name, "ok": result.ok,
                                         "error_type": result.error_type, "summary": text.splitlines()[0][:200],
-                                        "duration_s": result.duration_s, "log": result.data.get("log")}))
+                                        "duration_s": result.duration_s, "log": result.data.get("log"),
+                                        "replayed": replayed}))
 
     def _finish(self, result: ToolResult) -> Stop | None:
         data = result.data
@@ -293,29 +321,6 @@ class Agent:
         result.hint = "fix these and call finish again, or finish(status='blocked') if you cannot"
         result.data["verify"] = {"ok": False, "reasons": report.reasons[:30]}
         return None
-
-    # ---- context ------------------------------------------------------------------------------------------------
-
-    def _compact(self) -> None:
-        """Keep the conversation within the model's context: old tool outputs shrink to their first line and the
-        log path (the logs stay on disk). The latest results stay whole as long as the budget allows."""
-        budget = self.budgets.context_chars
-        total = sum(len(m.text) for m in self.messages)
-        if total <= budget:
-            return
-        tool_messages = [m for m in self.messages if m.role == "tool"]
-        for keep in (COMPACT_KEEP_RECENT, 2):
-            for m in tool_messages[:-keep]:
-                if total <= budget * 0.7:
-                    return
-                if not m.data.get("compacted") and len(m.text) > 300:
-                    first = m.text.splitlines()[0][:200]
-                    log = m.data.get("log")
-                    before = len(m.text)
-                    m.text = f"{first}\n[older output compacted" + (f"; full log: {log}]" if log else "]")
-                    m.data = {**m.data, "compacted": True}
-                    total -= before - len(m.text)
-
 
 def _parsed(raw: str) -> Any:
     try:

@@ -3,6 +3,8 @@ Shared by the CLI and the evaluation harness."""
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,12 +14,15 @@ from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.dependency_builder import DependencyBuilder
 from crossbuild.agent.events import Event, EventSink, ignore
 from crossbuild.agent.loop import Agent, RunOutcome
+from crossbuild.agent.resume import NotResumable, Replay
 from crossbuild.env import workspace
 from crossbuild.foundation import safefs
-from crossbuild.foundation.targets import Target
+from crossbuild.foundation.targets import Target, parse_target
 from crossbuild.models import ModelConfig, ScriptedModel, make_model
 from crossbuild.tools.context import RunContext
-from crossbuild.trace.store import Trace, new_run_id
+from crossbuild.trace import runs as trace_runs
+from crossbuild.trace import store as trace_store
+from crossbuild.trace.store import Trace, default_path, new_run_id
 
 
 @dataclass
@@ -40,15 +45,19 @@ class BuildRequest:
 
 
 def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.Event | None = None,
-          run_id: str | None = None) -> tuple[RunOutcome, RunContext]:
-    """Raises workspace.SourceError / ModelConfigError before anything runs when the request cannot start."""
-    from crossbuild.trace.store import default_path
-
+          run_id: str | None = None, replay: Replay | None = None) -> tuple[RunOutcome, RunContext]:
+    """Raises workspace.SourceError / ModelConfigError before anything runs when the request cannot start.
+    With REPLAY (see resume), the run continues in its own workspace instead of a new one."""
     model = make_model(req.model, on_retry=lambda n, t, d: on_event(Event(
         "provider_retry", {"attempt": n, "reason": t.reason, "delay_s": round(d, 2)})))
-    root = req.workspace_dir or workspace.new_root(req.runs_dir, req.source, req.target.name)
-    ws = workspace.prepare(req.source, root)
-    on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": list(ws.left_out)}))
+    if replay is None:
+        root = req.workspace_dir or workspace.new_root(req.runs_dir, req.source, req.target.name)
+        ws = workspace.prepare(req.source, root)
+        left_out = list(ws.left_out)
+        on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": left_out}))
+    else:
+        ws = workspace.Workspace(root=req.workspace_dir or Path())
+        left_out = []
     trace = Trace(req.db or default_path())
     try:
         builder = DependencyBuilder(trace=trace, on_event=on_event, user_sources=req.dep_sources,
@@ -60,11 +69,11 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
         if isinstance(model, ScriptedModel):
             model.rebase(ctx.root)
         config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
-                  "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": list(ws.left_out),
+                  "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": left_out,
                   "dep_sources": req.dep_sources, "keep_features": req.keep_features,
                   "extra_args": req.extra_args, "passthrough": sorted(req.passthrough)}  # names only, never values
         agent = Agent(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
-                      config=config, run_id=run_id or new_run_id())
+                      config=config, run_id=run_id or new_run_id(), replay=replay)
         outcome = agent.run()
     finally:
         trace.close()
@@ -81,3 +90,33 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
 def _debian_name(source: str) -> str | None:
     """debian:NAME[=VERSION] -> NAME: the source package a dependency must not turn out to be."""
     return source.removeprefix("debian:").split("=", 1)[0] if source.startswith("debian:") else None
+
+
+def resume(run_id: str, db: Path | None = None, *, on_event: EventSink = ignore,
+           cancel: threading.Event | None = None) -> tuple[RunOutcome, RunContext]:
+    """Continue an interrupted run in its workspace, with the settings it was started with (its trace record):
+    finished calls are replayed from the trace, the rest run. Raises NotResumable when it cannot continue."""
+    path = db or default_path()
+    conn = trace_store.connect(path)
+    try:
+        rec = trace_runs.recorded(conn, run_id)
+    finally:
+        conn.close()
+    if rec is None:
+        raise NotResumable(f"no single run in {path} matches {run_id!r}: see crossbuild runs list")
+    replay = Replay.of(rec)
+    root = Path(rec.run["workspace"] or "")
+    if root.is_symlink() or not (root / ".xbuild").is_dir():
+        raise NotResumable(f"run {rec.run['id']}'s workspace {root} is gone: it cannot be continued")
+    cfg = json.loads(rec.run["config_json"] or "{}")
+    names = cfg.get("passthrough") or []  # the settings allowed these; their values are read again
+    req = BuildRequest(source=rec.run["source"], target=parse_target(rec.run["target"]),
+                       model=ModelConfig(**cfg.get("model", {})), budgets=Budgets(**cfg.get("budgets", {})), db=path,
+                       workspace_dir=root, jobs=cfg.get("jobs"), sandbox_backend=cfg.get("sandbox", "auto"),
+                       prefix=Path(cfg["prefix"]) if cfg.get("prefix") else None,
+                       dep_sources=cfg.get("dep_sources") or {}, keep_features=bool(cfg.get("keep_features")),
+                       extra_args={k: tuple(v) for k, v in (cfg.get("extra_args") or {}).items()},
+                       passthrough={n: os.environ[n] for n in names if n in os.environ})
+    on_event(Event("resuming", {"run_id": rec.run["id"], "workspace": str(root), "turns": len(replay.turns),
+                                "calls": len(replay.results)}))
+    return build(req, on_event=on_event, cancel=cancel, run_id=rec.run["id"], replay=replay)

@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
+from crossbuild.agent import session
 from crossbuild.agent.budgets import Budgets
-from crossbuild.agent.session import BuildRequest, build
+from crossbuild.agent.loop import RunOutcome
+from crossbuild.agent.resume import NotResumable
+from crossbuild.agent.session import BuildRequest
 from crossbuild.cli.common import console, err, fail, load_settings, open_trace, print_report, target_from
 from crossbuild.cli.progress import MODES, renderer
 from crossbuild.env import workspace
 from crossbuild.foundation.background import call_in_thread
 from crossbuild.models import ModelConfig, ModelConfigError
+from crossbuild.tools.context import RunContext
 
 app = typer.Typer()
 
 
 @app.command("build")
 def build_command(
-    source: str = typer.Argument(..., help="Folder, tarball, git URL or debian:NAME[=VERSION]."),
+    source: str = typer.Argument(None, help="Folder, tarball, git URL or debian:NAME[=VERSION]."),
     target: list[str] = typer.Option(None, "--target", "-t", help="Repeatable; default: `targets` from the settings "
                                      "(crossbuild config show)."),
     model: str = typer.Option(None, "--model", "-m",
@@ -53,11 +59,21 @@ def build_command(
                                  "happens (auto: tty at a terminal, plain in a log)."),
     as_json: bool = typer.Option(False, "--json", help="Same as --progress json: one JSON object per event (JSON "
                                  "Lines), the last one per target {\"event\": \"outcome\", ...}."),
+    resume: str = typer.Option(None, "--resume", help="Continue an interrupted run (crossbuild runs list) in its "
+                               "workspace with its settings: finished tool calls are not run again."),
 ) -> None:
     """Cross-build SOURCE with an agent until the verifier accepts it. Exit 0 only when every target is verified."""
     if progress not in MODES:
         fail(f"--progress {progress!r}: choose one of {', '.join(MODES)}")
     mode = "json" if as_json else progress
+    if resume:
+        if source or target or workspace_dir:
+            fail("--resume continues a run as it was started: leave out SOURCE, --target and --workspace")
+        if db is not None and db.exists():
+            open_trace(db).close()
+        raise typer.Exit(0 if _build_one(functools.partial(session.resume, resume, db), mode) else 1)
+    if not source:
+        fail("missing SOURCE: a folder, tarball, git URL or debian:NAME (or --resume RUN_ID)")
     for name in target or []:
         target_from(name)  # an unknown --target gets the targets' own message before anything else
     resolved = load_settings(config, no_config, {
@@ -83,15 +99,15 @@ def build_command(
                            model=ModelConfig(spec=s.model, base_url=s.base_url, strict=strict,
                                              tool_choice=tool_choice, parallel_tool_calls=parallel,
                                              temperature=temperature, seed=seed))
-        outcomes.append(_build_one(req, mode))
+        outcomes.append(_build_one(functools.partial(session.build, req), mode))
     if len(outcomes) > 1 and mode != "json":
         for name, ok in zip(s.targets, outcomes, strict=True):
             console.print(f"{name}: " + ("[green]VERIFIED[/]" if ok else "[red]not verified[/]"))
     raise typer.Exit(0 if all(outcomes) else 1)
 
 
-def _build_one(req: BuildRequest, mode: str) -> bool:
-    """One target's run, rendered as it happens; True when verified."""
+def _build_one(start: Callable[..., tuple[RunOutcome, RunContext]], mode: str) -> bool:
+    """One target's run (START(on_event=, cancel=)), rendered as it happens; True when verified."""
     show = renderer(mode)
     cancel = threading.Event()
 
@@ -101,12 +117,12 @@ def _build_one(req: BuildRequest, mode: str) -> bool:
 
     error: BaseException | None = None
     try:
-        outcome, ctx = call_in_thread(lambda: build(req, on_event=show, cancel=cancel), name="crossbuild-build",
+        outcome, ctx = call_in_thread(lambda: start(on_event=show, cancel=cancel), name="crossbuild-build",
                                       on_interrupt=interrupted, poll_s=0.2)
     except Exception as e:  # reported below, after the spinner stops
         error = e
     show.close()
-    if isinstance(error, workspace.SourceError | ModelConfigError):
+    if isinstance(error, workspace.SourceError | ModelConfigError | NotResumable):
         err.print(f"[red]error:[/] {error}")
         raise typer.Exit(2)
     if error is not None:

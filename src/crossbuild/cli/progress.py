@@ -47,6 +47,12 @@ class LiveProgress:
             shown = ", ".join(d["left_out"][:8]) + (f" and {len(d['left_out']) - 8} more" if len(d["left_out"]) > 8
                                                     else "")
             console.print(f"[yellow]not copied into the workspace:[/] {escape(shown)}", highlight=False)
+        elif e.kind == "resuming":
+            console.print(f"resuming run [bold]{d['run_id']}[/] in {escape(d['workspace'])}: replaying {d['turns']} "
+                          f"model turns and {d['calls']} finished tool calls from the trace", highlight=False)
+        elif e.kind == "replay_done":
+            how = f"it diverged: {d['diverged']}" if d["diverged"] else "continuing live"
+            console.print(f"{t}     replayed {d['turns']} turns and {d['calls']} tool calls; {escape(how)}")
         elif e.kind == "run_started":
             console.print(f"run [bold]{d['run_id']}[/] · model {d['model']} · target {d['target']} · {d['workspace']}")
         elif e.kind == "tool_call":
@@ -66,6 +72,7 @@ class LiveProgress:
         elif e.kind == "tool_result":
             self._stop_spinner()
             mark = "[green]✓[/]" if d["ok"] else f"[red]✗ {d['error_type']}[/]"
+            mark += " [dim](replayed)[/]" if d.get("replayed") else ""
             console.print(f"{t} {d['step']:>3} {d['name']:<16} {mark} {escape(d['summary'])}", highlight=False)
         elif e.kind == "model_text":
             console.print(f"{t}     [italic]{escape(d['text'][:300])}[/]", highlight=False)

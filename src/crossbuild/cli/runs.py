@@ -49,7 +49,8 @@ def runs_show(run_id: str = typer.Argument(..., help="A run id (or a unique pref
                   f"(crossbuild {run['version']})")
     console.print(f"workspace {run['workspace']}; status [bold]{run['status']}[/] ({run['stop_reason']}); "
                   f"{run['steps']} steps, {run['tool_calls']} tool calls, {run['wall_s'] or 0:.1f}s, "
-                  f"{(run['input_tokens'] or 0) + (run['output_tokens'] or 0)} tokens")
+                  f"{(run['input_tokens'] or 0) + (run['output_tokens'] or 0)} tokens"
+                  + (f"; resumed {run['resumptions']}×" if run["resumptions"] else ""))
     for e in events:
         if e["kind"] == "model":
             calls = json.loads(e["tool_calls_json"] or "[]")
@@ -68,7 +69,12 @@ def runs_show(run_id: str = typer.Argument(..., help="A run id (or a unique pref
                 console.print(f"      {first[0][:200]}", markup=False, highlight=False)
             if e["kb"]:
                 console.print(f"      knowledge attached: {e['kb']}", markup=False, highlight=False)
-    console.print(f"outcome: {run['message'] or ''}"[:2000], markup=False, highlight=False)
+    if run["status"] == "interrupted":
+        console.print(f"interrupted: its process ({run['pid'] or 'unknown'} on {run['host'] or 'an unknown host'}) "
+                      "is gone. Continue it where it stopped with: crossbuild build --resume " + run["id"]
+                      + (f" --db {db}" if db else ""), markup=False, highlight=False)
+    else:
+        console.print(f"outcome: {run['message'] or ''}"[:2000], markup=False, highlight=False)
 
 
 @runs_app.command("stats")

@@ -118,6 +118,11 @@ class HandoverModel:
         self.handed_over_at: int | None = None
         self._note = ""
 
+    @property
+    def rebuilds_state(self) -> bool:
+        """While the planner drives, a resumed run asks it again; the LLM's turns are replayed as recorded."""
+        return self.handed_over_at is None
+
     def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
         if self.handed_over_at is None:
             turn = self.first.complete(messages, tools, cancel=cancel)

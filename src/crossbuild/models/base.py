@@ -73,6 +73,9 @@ class ProviderError(Exception):
 
 
 class Model(Protocol):
+    """A model may also have `rebuilds_state = True`: its next turn follows from the results it has been shown
+    (the planner), so resuming a run asks it again rather than replaying its recorded turns (agent/resume.py)."""
+
     name: str
 
     def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:

@@ -57,6 +57,7 @@ class PlannerState:
 
 class Planner:
     name = "planner"
+    rebuilds_state = True  # its next turn follows from the results it was shown: a resumed run asks it again
 
     def __init__(self, max_attempts: int = MAX_ATTEMPTS):
         self.max_attempts = max_attempts

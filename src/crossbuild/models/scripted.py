@@ -13,6 +13,7 @@ from crossbuild.trace import store as trace_store
 
 
 class ScriptedModel:
+    rebuilds_state = True  # a resumed run plays its turns through again, in order
     def __init__(self, turns: list[Turn], name: str = "scripted", workspace: str | None = None):
         self.turns = list(turns)
         self.name = name

@@ -4,27 +4,69 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from crossbuild.trace.store import canonical_arguments
+from crossbuild.trace.store import HEARTBEAT_S, canonical_arguments
+
+STALE_S = 6 * HEARTBEAT_S  # no heartbeat for this long: the process is gone or stuck, whatever its pid says
+
+# an unfinished run's counts so far, from its recorded calls (the runs row gets them only when the run ends)
+_SO_FAR = ("CASE WHEN finished_at IS NULL THEN (SELECT COALESCE(MAX(step), 0) FROM model_calls m "
+           "WHERE m.run_id = runs.id) ELSE steps END AS steps, "
+           "CASE WHEN finished_at IS NULL THEN (SELECT COUNT(*) FROM tool_calls t WHERE t.run_id = runs.id) "
+           "ELSE tool_calls END AS tool_calls, "
+           "CASE WHEN finished_at IS NULL THEN heartbeat_at - started_at ELSE wall_s END AS wall_s")
 
 
 def list_runs(db: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
-    rows = db.execute("SELECT id, source, target, model, status, stop_reason, steps, tool_calls, wall_s, "
-                      "input_tokens + output_tokens AS tokens, cost_usd FROM runs ORDER BY started_at DESC LIMIT ?",
-                      (limit,)).fetchall()
-    return [dict(r) for r in rows]
+    rows = db.execute("SELECT id, source, target, model, status, stop_reason, pid, host, heartbeat_at, "
+                      f"input_tokens + output_tokens AS tokens, cost_usd, {_SO_FAR} FROM runs "
+                      "ORDER BY started_at DESC LIMIT ?", (limit,)).fetchall()
+    return [_with_live_status(dict(r)) for r in rows]
 
 
 def find_run(db: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
-    rows = db.execute("SELECT * FROM runs WHERE id = ? OR id LIKE ? ORDER BY started_at DESC LIMIT 2",
+    rows = db.execute(f"SELECT *, {_SO_FAR}, (SELECT COUNT(*) FROM resumptions r WHERE r.run_id = runs.id) AS "
+                      "resumptions FROM runs WHERE id = ? OR id LIKE ? ORDER BY started_at DESC LIMIT 2",
                       (run_id, run_id + "%")).fetchall()
     if len(rows) != 1:
         return None
-    return dict(rows[0])
+    return _with_live_status(dict(zip(rows[0].keys(), tuple(rows[0]), strict=True)))  # the later of two names wins
+
+
+def _with_live_status(run: dict[str, Any]) -> dict[str, Any]:
+    """A run recorded as running whose process is gone, or that has not beaten its heartbeat for a minute, is
+    shown as interrupted: a SIGKILL, a power cut or an OOM kill leaves no finished record behind."""
+    if run["status"] != "running":
+        return run
+    beat = run.get("heartbeat_at")
+    gone = run.get("host") == socket.gethostname() and not _process_alive(run.get("pid"))
+    if beat is None or gone or time.time() - beat > STALE_S:
+        run["status"] = "interrupted"
+    return run
+
+
+def _process_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a killed process its parent has not reaped yet is a zombie: gone all the same
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def story(db: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
@@ -143,3 +185,28 @@ def model_turns(db: sqlite3.Connection, run_id: str) -> tuple[list[tuple[str, st
                       (run_id,)).fetchall()
     ws = db.execute("SELECT workspace FROM runs WHERE id=?", (run_id,)).fetchone()
     return [(r["text"], r["tool_calls_json"]) for r in rows], (ws["workspace"] if ws else None)
+
+
+@dataclass
+class Recorded:
+    """What an unfinished run left in the trace, for resuming it: its successful model turns and its finished
+    tool calls in order, and how long it had run."""
+
+    run: dict[str, Any]
+    turns: list[dict[str, Any]]  # step, text, tool_calls_json and the usage columns
+    calls: list[dict[str, Any]]  # step, call_id, name, raw_arguments, result_json, fingerprint
+    elapsed_s: float
+
+
+def recorded(db: sqlite3.Connection, run_id: str) -> Recorded | None:
+    run = find_run(db, run_id)
+    if run is None:
+        return None
+    turns = [dict(r) for r in db.execute(
+        "SELECT step, text, tool_calls_json, input_tokens, output_tokens, cached_tokens, cache_write_tokens "
+        "FROM model_calls WHERE run_id=? AND error IS NULL ORDER BY id", (run["id"],))]
+    calls = [dict(r) for r in db.execute(
+        "SELECT step, call_id, name, raw_arguments, result_json, fingerprint FROM tool_calls WHERE run_id=? "
+        "ORDER BY id", (run["id"],))]
+    last = run.get("heartbeat_at") or max([run["started_at"]], default=0)
+    return Recorded(run=run, turns=turns, calls=calls, elapsed_s=max(0.0, last - run["started_at"]))

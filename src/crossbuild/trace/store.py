@@ -6,14 +6,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+HEARTBEAT_S = 10.0  # a running run's record is touched this often; runs.py reads a much older one as interrupted
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
 migration = MIGRATIONS.append
 
@@ -61,6 +64,21 @@ def m002_cache_write_tokens(db: sqlite3.Connection) -> None:
     _statements(db, """
     ALTER TABLE runs ADD COLUMN cache_write_tokens INTEGER DEFAULT 0;
     ALTER TABLE model_calls ADD COLUMN cache_write_tokens INTEGER DEFAULT 0
+    """)
+
+
+@migration
+def m003_liveness_and_resumptions(db: sqlite3.Connection) -> None:
+    """The process that runs a run and its heartbeat, so a run whose process is gone shows as interrupted; and
+    each resumption of an interrupted run."""
+    _statements(db, """
+    ALTER TABLE runs ADD COLUMN pid INTEGER;
+    ALTER TABLE runs ADD COLUMN host TEXT;
+    ALTER TABLE runs ADD COLUMN heartbeat_at REAL;
+    CREATE TABLE resumptions (
+        id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id), at REAL, pid INTEGER, host TEXT,
+        replayed_turns INTEGER, replayed_calls INTEGER
+    )
     """)
 
 
@@ -136,9 +154,42 @@ class Trace:
 
     def start_run(self, *, run_id: str, source: str, target: str, model: str, config: dict[str, Any], version: str,
                   prompt_hash: str, workspace: str) -> None:
+        now = time.time()
         self._exec("INSERT INTO runs (id, started_at, source, target, model, config_json, version, prompt_hash, "
-                   "workspace, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')",
-                   (run_id, time.time(), source, target, model, _json(config), version, prompt_hash, workspace))
+                   "workspace, status, pid, host, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                   (run_id, now, source, target, model, _json(config), version, prompt_hash, workspace,
+                    os.getpid(), socket.gethostname(), now))
+
+    def resume_run(self, run_id: str, *, replayed_turns: int, replayed_calls: int) -> None:
+        """The run is running again, in this process; the resumption is kept apart."""
+        now = time.time()
+        self._exec("UPDATE runs SET status='running', finished_at=NULL, stop_reason=NULL, pid=?, host=?, "
+                   "heartbeat_at=? WHERE id=?", (os.getpid(), socket.gethostname(), now, run_id))
+        self._exec("INSERT INTO resumptions (run_id, at, pid, host, replayed_turns, replayed_calls) "
+                   "VALUES (?, ?, ?, ?, ?, ?)", (run_id, now, os.getpid(), socket.gethostname(), replayed_turns,
+                                                 replayed_calls))
+
+    def heartbeat(self, run_id: str) -> None:
+        self._exec("UPDATE runs SET heartbeat_at=? WHERE id=?", (time.time(), run_id))
+
+    @contextmanager
+    def alive(self, run_id: str, every_s: float = HEARTBEAT_S) -> Iterator[None]:
+        """Beat the run's heartbeat from a thread while the block runs (a tool call can take an hour)."""
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(every_s):
+                try:
+                    self.heartbeat(run_id)
+                except sqlite3.Error:
+                    continue  # a busy database: the next beat will do
+        thread = threading.Thread(target=beat, name="trace-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
 
     def model_call(self, run_id: str, *, step: int, model: str, request_hash: str, new_messages: list[dict],
                    response: Any, text: str, tool_calls: list[dict], finish_reason: str, input_tokens: int,

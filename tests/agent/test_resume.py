@@ -1,0 +1,139 @@
+"""Interrupted runs and `crossbuild build --resume`, as a user meets them: a build killed with SIGKILL shows as
+interrupted with its counts so far, and resuming it ends verified without running a finished call again."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from crossbuild.agent.resume import Replay
+from crossbuild.models import ScriptedModel, ToolCall, Turn, Usage
+from crossbuild.trace import runs
+from crossbuild.trace.store import Trace, connect
+from tests.conftest import CLI, EXAMPLE, cb
+
+SLEEP_S = 37  # the slow build step; a distinctive number, so its process can be looked for on the host
+
+
+def _record(db: Path, run_id: str, *, status: str | None, pid: int | None, beat_age_s: float = 0.0,
+            workspace: str = "/nonexistent") -> None:
+    trace = Trace(db)
+    trace.start_run(run_id=run_id, source="src", target="aarch64-linux-musl", model="planner", config={},
+                    version="t", prompt_hash="h", workspace=workspace)
+    trace.db.execute("UPDATE runs SET pid=?, heartbeat_at=? WHERE id=?", (pid, time.time() - beat_age_s, run_id))
+    if status:
+        trace.finish_run(run_id, status=status, stop_reason=status, message="", verify=None, wall_s=1.0, steps=1,
+                         tool_calls=1, input_tokens=0, output_tokens=0, cached_tokens=0, cost_usd=None)
+    trace.close()
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def test_a_run_whose_process_is_gone_or_silent_is_interrupted(tmp_path):
+    db = tmp_path / "runs.db"
+    _record(db, "r-alive", status=None, pid=os.getpid())
+    _record(db, "r-dead", status=None, pid=_dead_pid())
+    _record(db, "r-silent", status=None, pid=os.getpid(), beat_age_s=600)
+    _record(db, "r-done", status="failed", pid=_dead_pid())
+    conn = connect(db)
+    status = {r["id"]: r["status"] for r in runs.list_runs(conn)}
+    assert status == {"r-alive": "running", "r-dead": "interrupted", "r-silent": "interrupted", "r-done": "failed"}
+    assert runs.find_run(conn, "r-dead")["status"] == "interrupted"
+
+
+def test_resume_refuses_what_it_cannot_continue_in_one_line(tmp_path):
+    db = tmp_path / "runs.db"
+    _record(db, "20261201000000-done", status="verified", pid=None)
+    _record(db, "20261201000001-live", status=None, pid=os.getpid())
+    _record(db, "20261201000002-gone", status=None, pid=_dead_pid(), workspace=str(tmp_path / "nowhere"))
+    cases = {
+        ("--resume", "20261201000000"): "is verified",
+        ("--resume", "20261201000001"): "still running",
+        ("--resume", "20261201000002"): "workspace",
+        ("--resume", "nosuchrun"): "no single run",
+        ("--resume", "20261201000002", str(EXAMPLE)): "leave out SOURCE",
+    }
+    for args, expected in cases.items():
+        r = cb("build", *args, "--db", str(db), "--no-config")
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert expected in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    assert runs.find_run(connect(db), "20261201000000")["status"] == "verified"
+
+
+def test_replay_asks_a_state_rebuilding_model_again_and_goes_live_where_it_answers_differently():
+    same = Turn(tool_calls=[ToolCall("c1", "build_status", "{}")])
+    recorded = [Turn(tool_calls=[ToolCall("c1", "build_status", "{}")]),
+                Turn(tool_calls=[ToolCall("c2", "run_command", '{"command": "make"}')])]
+    model = ScriptedModel([same, Turn(tool_calls=[ToolCall("c9", "run_command", '{"command": "ninja"}')])])
+    replay = Replay(turns=list(recorded), results={}, usage=Usage(), elapsed_s=0.0)
+    turn, replayed = replay.turn(model, lambda: model.complete([], None))
+    assert replayed and turn is recorded[0]
+    turn, replayed = replay.turn(model, lambda: model.complete([], None))
+    assert not replayed and json.loads(turn.tool_calls[0].arguments) == {"command": "ninja"}
+    assert replay.diverged and not replay.replaying
+
+
+@pytest.mark.slow
+def test_a_build_killed_during_a_long_command_resumes_to_verified(tmp_path):
+    project = tmp_path / "proj"
+    shutil.copytree(EXAMPLE, project)
+    with open(project / "CMakeLists.txt", "a") as f:
+        f.write(f"add_custom_target(slow_step ALL COMMAND ${{CMAKE_COMMAND}} -E sleep {SLEEP_S})\n")
+    db, ws = tmp_path / "runs.db", tmp_path / "ws"
+    proc = subprocess.Popen([*CLI, "build", str(project), "-t", "aarch64-linux-musl", "--json", "--db", str(db),
+                             "-w", str(ws), "--no-config"], stdout=subprocess.PIPE, text=True,
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event["event"] == "tool_call" and "--build" in event["data"]["arguments"]:
+            break
+    time.sleep(4)  # well inside the slow step
+    proc.kill()
+    proc.wait(timeout=30)
+    time.sleep(1)
+    assert not _host_processes_with(f"sleep {SLEEP_S}"), "the killed build's commands outlived it"
+
+    listed = json.loads(cb("runs", "list", "--db", str(db), "--json").stdout)
+    assert [(r["status"], r["steps"], r["tool_calls"]) for r in listed] == [("interrupted", 3, 2)]
+    run_id = listed[0]["id"]
+    shown = cb("runs", "show", run_id, "--db", str(db)).stdout
+    assert f"crossbuild build --resume {run_id}" in shown
+
+    r = cb("build", "--resume", run_id, "--db", str(db), "--json")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    replayed = [e["data"]["name"] for e in events if e["event"] == "tool_result" and e["data"]["replayed"]]
+    assert replayed == ["build_status", "run_command"]
+    assert events[-1]["data"]["status"] == "verified"
+    # on the host: the configure step ran once, the killed build step twice (killed, then again), nothing else twice
+    logs = sorted(p.name for p in (ws / ".xbuild" / "logs").glob("*.log"))
+    commands = [json.loads(line)["argv"] for line in (ws / ".xbuild" / "commands.jsonl").read_text().splitlines()]
+    configures = [c for c in commands if "-S" in c]
+    assert len(configures) == 1 and len(logs) == len(commands) + 1, (logs, commands)
+    assert len(commands) == len({json.dumps(c) for c in commands})
+    conn = connect(db)
+    run = runs.find_run(conn, run_id)
+    assert (run["status"], run["resumptions"]) == ("verified", 1)
+    calls = conn.execute("SELECT step, call_id FROM tool_calls WHERE run_id=?", (run_id,)).fetchall()
+    assert len(calls) == len({tuple(c) for c in calls}) == run["tool_calls"]
+
+
+def _host_processes_with(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
