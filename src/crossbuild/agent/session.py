@@ -58,7 +58,7 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
     else:
         ws = workspace.Workspace(root=req.workspace_dir or Path())
         left_out = []
-    trace = Trace(req.db or default_path())
+    trace = Trace(req.db or default_path(), listener=_live_export(on_event))
     try:
         builder = DependencyBuilder(trace=trace, on_event=on_event, user_sources=req.dep_sources,
                                     project=_debian_name(req.source))
@@ -77,6 +77,10 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
         outcome = agent.run()
     finally:
         trace.close()
+        if trace.listener is not None:
+            trace.listener.close()
+            if trace.listener_error:
+                on_event(Event("note", {"message": f"OpenTelemetry export failed: {trace.listener_error}"}))
     if not req.keep:  # the clean-rebuild copy and the zig cache layer are bulk; the build stays for inspection
         safefs.remove_tree(ctx.root, Path(".xbuild", "rebuild"))
         scratch = ctx.toolchain.scratch.relative_to(ctx.root)
@@ -85,6 +89,22 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
         except safefs.UnsafePath:  # the build replaced its scratch folder by a link: remove the link, nothing else
             safefs.remove_tree(ctx.root, scratch)
     return outcome, ctx
+
+
+def _live_export(on_event: EventSink):
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set, the run's spans go to that collector as it runs (the standard OTEL_*
+    variables configure the exporter; tool arguments and results only with
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)."""
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return None
+    from crossbuild.trace import otel
+
+    try:
+        content = os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "").lower() == "true"
+        return otel.LiveExport(include_content=content)
+    except otel.OtelUnavailable as e:
+        on_event(Event("note", {"message": f"OTEL_EXPORTER_OTLP_ENDPOINT is set, but {e}"}))
+        return None
 
 
 def _debian_name(source: str) -> str | None:

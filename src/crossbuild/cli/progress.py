@@ -80,7 +80,7 @@ class LiveProgress:
             console.print(f"{t}     [yellow]knowledge:[/] {d['entry']} — {escape(d['title'])}", highlight=False)
         elif e.kind == "nudge":
             console.print(f"{t}     [yellow]no progress:[/] {escape(d['why'])}", highlight=False)
-        elif e.kind == "budget_note":
+        elif e.kind in ("budget_note", "note"):
             console.print(f"[yellow]note:[/] {escape(d['message'])}", highlight=False)
         elif e.kind == "provider_retry":
             console.print(f"{t}     [yellow]provider retry {d['attempt']}[/] ({d['reason']}), waiting {d['delay_s']}s")

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from crossbuild.cli.common import console, err, open_trace, print_table
+from crossbuild.cli.common import console, err, fail, open_trace, print_table
 from crossbuild.trace import runs as runs_mod
 
 runs_app = typer.Typer(help="The record of past runs (SQLite trace).", no_args_is_help=True)
@@ -110,3 +110,30 @@ def runs_stats(db: Path = typer.Option(None, "--db"), model: str = typer.Option(
     console.print(f"per run: median steps {med(s.steps):.0f} (max {max(s.steps)}), median tokens {med(s.tokens):.0f} "
                   f"(total {sum(s.tokens)}), median time {med(s.wall_s):.1f}s (total {sum(s.wall_s):.1f}s), "
                   f"cost ${s.cost_usd:.4f}")
+
+
+@runs_app.command("export")
+def runs_export(run_id: str = typer.Argument(..., help="A run id (or a unique prefix)."),
+                otlp: str = typer.Option(None, "--otlp", help="OTLP/HTTP collector, e.g. http://127.0.0.1:4318 "
+                                         "(Jaeger, Phoenix, an OpenTelemetry Collector)."),
+                file: Path = typer.Option(None, "--file", help="Append the spans to this file as OTLP/JSON lines."),
+                include_content: bool = typer.Option(False, "--include-content", help="Also put each tool call's "
+                                                     "arguments and result on its span (they may hold paths and "
+                                                     "build output)."),
+                db: Path = typer.Option(None, "--db")) -> None:
+    """Export a recorded run as OpenTelemetry spans (GenAI conventions): invoke_agent, chat, execute_tool."""
+    if (otlp is None) == (file is None):
+        fail("say where the spans go: --otlp URL or --file FILE (one of them)")
+    if otlp is not None and not otlp.startswith(("http://", "https://")):
+        fail(f"--otlp {otlp!r}: give the collector's http:// or https:// address, e.g. http://127.0.0.1:4318")
+    from crossbuild.trace import otel
+
+    try:
+        found, count = otel.export_run(open_trace(db), run_id, url=otlp, file=file, include_content=include_content)
+    except otel.OtelUnavailable as e:
+        fail(str(e))
+    except KeyError as e:
+        fail(str(e.args[0]))
+    except (ConnectionError, OSError) as e:
+        fail(str(e))
+    console.print(f"exported run {found}: {count} spans to {otlp or file}")

@@ -81,6 +81,13 @@ def story(db: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
     return [e for _, _, e in sorted(events, key=lambda x: (x[0], x[1]))]
 
 
+def records(db: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+    """Every model call and tool call of a run as whole rows ("kind": model | tool), in the order they ended."""
+    rows = [{"kind": "model", **dict(r)} for r in db.execute("SELECT * FROM model_calls WHERE run_id=?", (run_id,))]
+    rows += [{"kind": "tool", **dict(r)} for r in db.execute("SELECT * FROM tool_calls WHERE run_id=?", (run_id,))]
+    return sorted(rows, key=lambda r: (r["started_at"] or 0, r["kind"] == "tool", r["id"]))
+
+
 @dataclass
 class Stats:
     runs: int = 0

@@ -140,10 +140,25 @@ def _json(value: Any) -> str:
 class Trace:
     """Writes one run's record. Thread-safe; every write is committed at once, so a crash loses nothing."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, listener: Any = None):
         self.path = Path(path)
         self.db = connect(path)
         self._lock = threading.Lock()
+        self.listener = listener  # told of each record as it is written (otel.LiveExport); never fails a run
+        self.listener_error: str | None = None
+
+    def _tell(self, method: str, *args: Any) -> None:
+        if self.listener is None:
+            return
+        try:
+            getattr(self.listener, method)(*args)
+        except Exception as e:  # an exporter's fault must not end a build
+            self.listener_error = f"{type(e).__name__}: {e}"
+
+    def _row(self, table: str, key: str, value: Any) -> dict[str, Any]:
+        with self._lock:
+            row = self.db.execute(f"SELECT * FROM {table} WHERE {key} = ?", (value,)).fetchone()
+        return dict(row) if row else {}
 
     def close(self) -> None:
         self.db.close()
@@ -159,6 +174,8 @@ class Trace:
                    "workspace, status, pid, host, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
                    (run_id, now, source, target, model, _json(config), version, prompt_hash, workspace,
                     os.getpid(), socket.gethostname(), now))
+        if self.listener is not None:
+            self._tell("run_started", self._row("runs", "id", run_id))
 
     def resume_run(self, run_id: str, *, replayed_turns: int, replayed_calls: int) -> None:
         """The run is running again, in this process; the resumption is kept apart."""
@@ -168,6 +185,8 @@ class Trace:
         self._exec("INSERT INTO resumptions (run_id, at, pid, host, replayed_turns, replayed_calls) "
                    "VALUES (?, ?, ?, ?, ?, ?)", (run_id, now, os.getpid(), socket.gethostname(), replayed_turns,
                                                  replayed_calls))
+        if self.listener is not None:
+            self._tell("run_started", self._row("runs", "id", run_id))
 
     def heartbeat(self, run_id: str) -> None:
         self._exec("UPDATE runs SET heartbeat_at=? WHERE id=?", (time.time(), run_id))
@@ -195,12 +214,14 @@ class Trace:
                    response: Any, text: str, tool_calls: list[dict], finish_reason: str, input_tokens: int,
                    output_tokens: int, cached_tokens: int, latency_s: float, error: str | None = None,
                    cache_write_tokens: int = 0) -> None:
-        self._exec("INSERT INTO model_calls (run_id, step, started_at, model, request_hash, new_messages_json, "
+        cur = self._exec("INSERT INTO model_calls (run_id, step, started_at, model, request_hash, new_messages_json, "
                    "response_json, text, tool_calls_json, finish_reason, input_tokens, output_tokens, cached_tokens, "
                    "cache_write_tokens, latency_s, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (run_id, step, time.time(), model, request_hash, _json(new_messages), _json(response), text,
                     _json(tool_calls), finish_reason, input_tokens, output_tokens, cached_tokens, cache_write_tokens,
                     latency_s, error))
+        if self.listener is not None:
+            self._tell("model_call", run_id, self._row("model_calls", "id", cur.lastrowid))
 
     def tool_call(self, run_id: str, *, step: int, seq: int, call_id: str, name: str, raw_arguments: str,
                   parsed: Any, result: dict[str, Any], fingerprint: str | None) -> int:
@@ -212,6 +233,8 @@ class Trace:
             (run_id, step, seq, call_id, name, raw_arguments, _json(parsed), int(bool(result.get("ok"))),
              result.get("error_type"), result.get("message"), _json(result), result.get("duration_s"),
              data.get("log"), fingerprint, time.time()))
+        if self.listener is not None:
+            self._tell("tool_call", run_id, self._row("tool_calls", "id", cur.lastrowid))
         return int(cur.lastrowid or 0)
 
     def kb_attachment(self, run_id: str, tool_call_id: int, entry_id: str, score: float, how: str) -> None:
@@ -226,3 +249,5 @@ class Trace:
                    "cost_usd=? WHERE id=?",
                    (time.time(), status, stop_reason, message, _json(verify), wall_s, steps, tool_calls,
                     input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, run_id))
+        if self.listener is not None:
+            self._tell("run_finished", self._row("runs", "id", run_id))
