@@ -32,6 +32,7 @@ class FakeProvider:
         self.script = script
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.rejected: list[str] = []  # requests refused for breaking the call/result pairing rules
         self._lock = threading.Lock()
         provider = self
 
@@ -42,6 +43,12 @@ class FakeProvider:
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                unpaired = _unpaired(self.path, body)
+                if unpaired:  # as the real APIs do: the request is refused, the script does not advance
+                    provider.rejected.append(unpaired)
+                    self._send(400, json.dumps({"error": {"message": unpaired, "type": "invalid_request_error"}})
+                               .encode(), {})
+                    return
                 reply, n = provider._next(self.path, body)
                 if reply.status != 200 or reply.body is not None:
                     payload = (reply.body if reply.body is not None else
@@ -113,3 +120,38 @@ def _anthropic_response(reply: Reply, n: int, body: dict) -> dict[str, Any]:
     return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model", "fake"),
             "content": content, "stop_reason": "tool_use" if reply.calls else "end_turn", "stop_sequence": None,
             "usage": reply.usage or {"input_tokens": 1000, "output_tokens": 50, "cache_read_input_tokens": 200}}
+
+
+def _unpaired(path: str, body: dict) -> str | None:
+    """The pairing rule both APIs enforce: every call of an assistant message is answered, once, right after it
+    (OpenAI: tool messages; Anthropic: tool_result blocks in the next user message), and nothing else is."""
+    messages = body.get("messages") or []
+    if path.endswith("/chat/completions"):
+        for i, m in enumerate(messages):
+            if m.get("role") == "assistant" and m.get("tool_calls"):
+                wanted = [c["id"] for c in m["tool_calls"]]
+                answered = []
+                for follow in messages[i + 1:]:
+                    if follow.get("role") != "tool":
+                        break
+                    answered.append(follow.get("tool_call_id"))
+                if sorted(answered) != sorted(wanted):
+                    missing = sorted(set(wanted) - set(answered))
+                    return ("An assistant message with 'tool_calls' must be followed by tool messages responding "
+                            f"to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+                            f"{', '.join(missing) or '(duplicates)'}")
+            if m.get("role") == "tool" and (i == 0 or messages[i - 1].get("role") not in ("assistant", "tool")):
+                return "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+        return None
+    for i, m in enumerate(messages):
+        content = m.get("content") if isinstance(m.get("content"), list) else []
+        uses = [b["id"] for b in content if b.get("type") == "tool_use"]
+        if m.get("role") == "assistant" and uses:
+            nxt = messages[i + 1] if i + 1 < len(messages) else {}
+            blocks = nxt.get("content") if isinstance(nxt.get("content"), list) else []
+            results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+            if sorted(results) != sorted(uses):
+                return (f"messages.{i + 1}: tool_use ids were found without tool_result blocks immediately after: "
+                        f"{', '.join(sorted(set(uses) - set(results)))}. Each tool_use block must have a "
+                        "corresponding tool_result block in the next message.")
+    return None

@@ -30,6 +30,9 @@ from crossbuild.tools.context import RunContext
 from crossbuild.tools.schemas import openai_tools
 from crossbuild.trace.store import Trace, messages_hash, new_run_id
 
+CONTINUE = ("Continue with tool calls. When the build is done, call finish(status='built'); if it cannot be done, "
+            "finish(status='blocked') with the reason.")
+
 
 class Agent:
     def __init__(self, model: Model, ctx: RunContext, *, source: str = "", toolset: Toolset | None = None,
@@ -87,8 +90,7 @@ class Agent:
         outcome: RunOutcome | None = None
         try:
             with self.trace.alive(self.run_id) if self.trace else contextlib.nullcontext():
-                while True:
-                    self._step()
+                self._drive()
         except Stop as stop:
             outcome = self._outcome(stop.reason, stop.message, stop.verify, stop.output_dir)
         except Exception as e:  # a bug in crossbuild: the run ends with status error, traceback in the trace
@@ -136,7 +138,16 @@ class Agent:
         if b.max_cost_usd is not None and cost is not None and cost >= b.max_cost_usd:
             raise Stop(StopReason.BUDGET_COST, f"money budget spent (${cost:.2f} of ${b.max_cost_usd:.2f})")
 
-    def _step(self) -> None:
+    def _drive(self) -> None:
+        """The control flow: a model turn, then its calls, until a Stop. The LangGraph engine replaces only this
+        (integrations/langgraph.py); every policy below is shared."""
+        while True:
+            turn = self.model_step()
+            if turn.tool_calls:
+                self.tool_step(turn)
+
+    def model_step(self) -> Turn:
+        """Budgets, one model turn (recorded), and the nudge after a turn without tool calls."""
         self._check_budgets()
         self.steps += 1
         self.emit(Event("step_started", {"step": self.steps}))
@@ -145,22 +156,27 @@ class Agent:
         self.messages.append(Message("assistant", turn.text, tool_calls=list(turn.tool_calls)))
         if turn.text:
             self.emit(Event("model_text", {"step": self.steps, "text": turn.text}))
-        if not turn.tool_calls:
-            self.text_only_turns += 1
-            if self.text_only_turns >= self.budgets.max_text_only_turns:
-                raise Stop(StopReason.GAVE_UP, "the model stopped calling tools without finishing: "
-                                       + (turn.text[:500] or "(no text)"))
-            self.messages.append(Message("user", "Continue with tool calls. When the build is done, call "
-                                                 "finish(status='built'); if it cannot be done, "
-                                                 "finish(status='blocked') with the reason."))
-            return
-        self.text_only_turns = 0
+        if turn.tool_calls:
+            self.text_only_turns = 0
+            return turn
+        self.text_only_turns += 1
+        if self.text_only_turns >= self.budgets.max_text_only_turns:
+            raise Stop(StopReason.GAVE_UP, "the model stopped calling tools without finishing: "
+                                   + (turn.text[:500] or "(no text)"))
+        self.messages.append(Message("user", CONTINUE))
+        return turn
+
+    def tool_step(self, turn: Turn) -> list[Message]:
+        """Every call of TURN answered, in order (the tool messages the model reads next); raises the Stop one of
+        them asked for once all are answered."""
         results = self._dispatch_all(turn.tool_calls)
         stop: Stop | None = None
         for call, result in zip(turn.tool_calls, results, strict=True):
             stop = self._after_call(call, result) or stop
+        answers = self.messages[-len(turn.tool_calls):]
         if stop:
             raise stop
+        return answers
 
     def _ask_model(self) -> Turn:
         new = [m.to_dict() for m in self.messages[self._sent:]]

@@ -13,6 +13,7 @@ from crossbuild import kb
 from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.dependency_builder import DependencyBuilder
 from crossbuild.agent.events import Event, EventSink, ignore
+from crossbuild.agent.graph import GraphAgent
 from crossbuild.agent.loop import Agent, RunOutcome
 from crossbuild.agent.resume import NotResumable, Replay
 from crossbuild.env import workspace
@@ -72,7 +73,8 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
                   "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": left_out,
                   "dep_sources": req.dep_sources, "keep_features": req.keep_features,
                   "extra_args": req.extra_args, "passthrough": sorted(req.passthrough)}  # names only, never values
-        agent = Agent(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
+        engine = GraphAgent if req.model.engine == "langgraph" else Agent
+        agent = engine(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
                       config=config, run_id=run_id or new_run_id(), replay=replay)
         outcome = agent.run()
     finally:

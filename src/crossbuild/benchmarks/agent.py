@@ -17,6 +17,7 @@ from crossbuild.agent.session import BuildRequest, build
 from crossbuild.env import workspace
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation.targets import Target
+from crossbuild.models import ModelConfig
 
 
 @dataclass
@@ -39,7 +40,8 @@ class AgentBench:
         return statistics.median(self.agent_total_s) / statistics.median(self.by_hand_s)
 
 
-def run(target: Target, *, source: str = "debian:zlib", repeats: int = 3, progress=print) -> AgentBench:
+def run(target: Target, *, source: str = "debian:zlib", repeats: int = 3, engine: str = "native",
+        progress=print) -> AgentBench:
     result = AgentBench()
     with tempfile.TemporaryDirectory(prefix="crossbuild-bench-agent-") as tmp_s:
         tmp = Path(tmp_s)
@@ -58,7 +60,7 @@ def run(target: Target, *, source: str = "debian:zlib", repeats: int = 3, progre
 
             ws = tmp / f"agent-{i}"
             req = BuildRequest(source=str(pristine), target=target, workspace_dir=ws, db=tmp / "runs.db",
-                               prefix=tmp / f"prefix-{i}")
+                               prefix=tmp / f"prefix-{i}", model=ModelConfig(engine=engine))
             t0 = time.monotonic()
             outcome, ctx = build(req, on_event=on_event)
             total = time.monotonic() - t0

@@ -6,7 +6,7 @@ import statistics
 
 import typer
 
-from crossbuild.cli.common import console, err, target_from
+from crossbuild.cli.common import console, err, fail, target_from
 from crossbuild.env import workspace
 
 app = typer.Typer()
@@ -55,15 +55,18 @@ def bench_agent(
     target: str = typer.Option("aarch64-linux-musl", "--target", "-t"),
     source: str = typer.Option("debian:zlib", "--source"),
     repeats: int = typer.Option(3, "--repeats", min=1),
+    engine: str = typer.Option("native", "--engine", help="native | langgraph"),
 ) -> None:
     """Measure the agent loop on a real build: `crossbuild build` (planner) vs the same commands typed by hand."""
+    if engine not in ("native", "langgraph"):
+        fail(f"--engine {engine!r}: choose native or langgraph")
     from crossbuild.benchmarks import agent as agent_bench
 
     t = target_from(target)
-    console.print(f"crossbuild build {source} -t {t.name} with the planner, {repeats} runs, each against the same "
-                  "commands typed by hand")
+    console.print(f"crossbuild build {source} -t {t.name} with the planner ({engine} engine), {repeats} runs, each "
+                  "against the same commands typed by hand")
     try:
-        r = agent_bench.run(t, source=source, repeats=repeats, progress=console.print)
+        r = agent_bench.run(t, source=source, repeats=repeats, engine=engine, progress=console.print)
     except (workspace.SourceError, RuntimeError, OSError) as e:
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -59,12 +60,18 @@ def build_command(
                                  "happens (auto: tty at a terminal, plain in a log)."),
     as_json: bool = typer.Option(False, "--json", help="Same as --progress json: one JSON object per event (JSON "
                                  "Lines), the last one per target {\"event\": \"outcome\", ...}."),
+    engine: str = typer.Option("native", "--engine", help="native | langgraph: the agent's control flow (the "
+                               "tools, guards, budgets and verification are the same)."),
     resume: str = typer.Option(None, "--resume", help="Continue an interrupted run (crossbuild runs list) in its "
                                "workspace with its settings: finished tool calls are not run again."),
 ) -> None:
     """Cross-build SOURCE with an agent until the verifier accepts it. Exit 0 only when every target is verified."""
     if progress not in MODES:
         fail(f"--progress {progress!r}: choose one of {', '.join(MODES)}")
+    if engine not in ("native", "langgraph"):
+        fail(f"--engine {engine!r}: choose native or langgraph")
+    if engine == "langgraph" and importlib.util.find_spec("langgraph") is None:
+        fail("--engine langgraph needs the langgraph extra: pip install 'crossbuild[langgraph]'")
     mode = "json" if as_json else progress
     if resume:
         if source or target or workspace_dir:
@@ -98,7 +105,7 @@ def build_command(
                            passthrough=resolved.passthrough_env(),
                            model=ModelConfig(spec=s.model, base_url=s.base_url, strict=strict,
                                              tool_choice=tool_choice, parallel_tool_calls=parallel,
-                                             temperature=temperature, seed=seed))
+                                             temperature=temperature, seed=seed, engine=engine))
         outcomes.append(_build_one(functools.partial(session.build, req), mode))
     if len(outcomes) > 1 and mode != "json":
         for name, ok in zip(s.targets, outcomes, strict=True):

@@ -37,6 +37,7 @@ class ModelConfig:
     temperature: float | None = None
     seed: int | None = None
     timeout_s: float = 120.0
+    engine: str = "native"  # native | langgraph (LangChain's chat models for the providers, driven by a graph)
 
     def snapshot(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
@@ -91,6 +92,20 @@ def make_model(config: ModelConfig, *, env: dict[str, str] | None = None, on_ret
         var = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
         raise ModelConfigError(f"no API key for {spec}: set {var} or add [{provider}] api_key = \"...\" to "
                                f"{config_file()}")
+    if config.engine == "langgraph":
+        from crossbuild.models import langchain_chat
+
+        try:
+            chat = langchain_chat.chat_model(provider, name, base_url=base_url, api_key=key,
+                                             timeout_s=config.timeout_s, temperature=config.temperature,
+                                             seed=config.seed)
+        except langchain_chat.LangChainUnavailable as e:
+            raise ModelConfigError(str(e)) from None
+        bind = {k: v for k, v in (("parallel_tool_calls", config.parallel_tool_calls),
+                                  ("strict", config.strict or None),
+                                  ("tool_choice", None if config.tool_choice == "auto" else config.tool_choice))
+                if v is not None and not (provider == "anthropic" and k == "strict")}
+        return langchain_chat.LangChainModel(chat, spec, **bind)
     if provider == "openai":
         from crossbuild.models.openai_chat import OpenAIChatModel, OpenAIOptions
 

@@ -1,0 +1,1 @@
+"""crossbuild's tools inside other people's agent frameworks."""
