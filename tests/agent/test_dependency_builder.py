@@ -38,3 +38,11 @@ def test_a_header_the_project_ships_is_not_a_dependency_but_a_bundled_copy_of_an
     assert not r.ok and r.data["own_files"] and "vp.h is the project's own (src/lib/vp.h)" in r.message
     assert _own_target(tmp_path / "ws", "zlib.h") is None
     assert _own_target(tmp_path / "ws", "lib/vp.h") == "src/lib/vp.h"
+
+
+def test_a_library_a_debian_patch_removed_is_a_dependency_though_quilt_keeps_its_old_copy(tmp_path):
+    """spdlog: Debian's use-external-fmt.patch deletes the bundled fmt; quilt keeps the deleted files under .pc/."""
+    old = tmp_path / "ws" / "src" / ".pc" / "use-external-fmt.patch" / "include" / "spdlog" / "fmt"
+    old.mkdir(parents=True)
+    (old / "fmt.h").write_text("/* bundled fmt, removed by the patch */\n")
+    assert _own_target(tmp_path / "ws", "fmt") is None

@@ -135,8 +135,10 @@ class DependencyBuilder:
         return entry
 
 
-_VENDORED = re.compile(r"(^|/)(third[_-]?party|3rdparty|external|extern|vendor|vendored|deps|bundled|contrib)/",
-                       re.IGNORECASE)
+# folders of copies, not of the project's own build: other projects bundled in, and quilt's .pc/ (the files as they
+# were before Debian's patches, e.g. a bundled library a patch removed) and the packaging in debian/
+_VENDORED = re.compile(r"(^|/)(third[_-]?party|3rdparty|external|extern|vendor|vendored|deps|bundled|contrib|"
+                       r"\.pc|debian)/", re.IGNORECASE)
 
 
 def _own_target(root: Path, name: str) -> str | None:
