@@ -84,14 +84,15 @@ def test_replay_asks_a_state_rebuilding_model_again_and_goes_live_where_it_answe
 
 
 @pytest.mark.slow
-def test_a_build_killed_during_a_long_command_resumes_to_verified(tmp_path):
+@pytest.mark.parametrize("engine", ["native", "langgraph"])
+def test_a_build_killed_during_a_long_command_resumes_to_verified(tmp_path, engine):
     project = tmp_path / "proj"
     shutil.copytree(EXAMPLE, project)
     with open(project / "CMakeLists.txt", "a") as f:
         f.write(f"add_custom_target(slow_step ALL COMMAND ${{CMAKE_COMMAND}} -E sleep {SLEEP_S})\n")
     db, ws = tmp_path / "runs.db", tmp_path / "ws"
     proc = subprocess.Popen([*CLI, "build", str(project), "-t", "aarch64-linux-musl", "--json", "--db", str(db),
-                             "-w", str(ws), "--no-config"], stdout=subprocess.PIPE, text=True,
+                             "-w", str(ws), "--no-config", "--engine", engine], stdout=subprocess.PIPE, text=True,
                             env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
     for line in proc.stdout:
         event = json.loads(line)
