@@ -140,7 +140,7 @@ class Agent:
 
     def _drive(self) -> None:
         """The control flow: a model turn, then its calls, until a Stop. The LangGraph engine replaces only this
-        (integrations/langgraph.py); every policy below is shared."""
+        (agent/graph.py); every policy below is shared."""
         while True:
             turn = self.model_step()
             if turn.tool_calls:
