@@ -47,10 +47,11 @@ class Replay:
             usage += u
             turns.append(Turn(text=t["text"] or "", tool_calls=calls, usage=u,
                               finish_reason="tool_calls" if calls else "stop"))
-        # a call cancelled half-way (Ctrl-C) did not finish: it runs again
-        results = {(c["step"], c["call_id"]): (c["name"], canonical_arguments(c["raw_arguments"]),
-                                               _result(c["result_json"], c["fingerprint"])) for c in rec.calls
-                   if json.loads(c["result_json"] or "{}").get("error_type") != ErrorType.CANCELLED}
+        results = {}
+        for c in rec.calls:
+            result = _result(c["result_json"], c["fingerprint"])
+            if result.error_type != ErrorType.CANCELLED:  # cancelled half-way (Ctrl-C): it did not finish, runs again
+                results[(c["step"], c["call_id"])] = (c["name"], canonical_arguments(c["raw_arguments"]), result)
         return cls(turns=turns, results=results, usage=usage, elapsed_s=rec.elapsed_s)
 
     @property

@@ -132,12 +132,10 @@ class RunSpans:
         self.root.end(end_time=_ns(run.get("finished_at") or run.get("heartbeat_at")))
 
 
-def _tracer_provider(exporter: Any):
+def _tracer_provider(processor: Any):
     _, Resource, TracerProvider = _sdk()
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
     provider = TracerProvider(resource=Resource.create({"service.name": AGENT}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider.add_span_processor(processor)
     return provider
 
 
@@ -195,10 +193,8 @@ def export_run(db: sqlite3.Connection, run_id: str, *, url: str | None = None, f
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    _, Resource, TracerProvider = _sdk()
     collected = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": AGENT}))
-    provider.add_span_processor(SimpleSpanProcessor(collected))
+    provider = _tracer_provider(SimpleSpanProcessor(collected))
     spans = RunSpans(provider.get_tracer(AGENT), run, include_content=include_content)
     for record in trace_runs.records(db, run["id"]):
         (spans.model_call if record["kind"] == "model" else spans.tool_call)(record)
@@ -222,7 +218,10 @@ class LiveExport:
     """Trace listener for a live run: each record becomes a span as it is written; spans leave in batches."""
 
     def __init__(self, exporter: Any = None, *, include_content: bool = False):
-        self.provider = _tracer_provider(exporter or otlp_exporter())
+        _sdk()  # OtelUnavailable, not an ImportError, when the extra is missing
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        self.provider = _tracer_provider(BatchSpanProcessor(exporter or otlp_exporter()))
         self.include_content = include_content
         self.runs: dict[str, RunSpans] = {}
 

@@ -215,5 +215,5 @@ def recorded(db: sqlite3.Connection, run_id: str) -> Recorded | None:
     calls = [dict(r) for r in db.execute(
         "SELECT step, call_id, name, raw_arguments, result_json, fingerprint FROM tool_calls WHERE run_id=? "
         "ORDER BY id", (run["id"],))]
-    last = run.get("heartbeat_at") or max([run["started_at"]], default=0)
+    last = run.get("heartbeat_at") or run["started_at"]
     return Recorded(run=run, turns=turns, calls=calls, elapsed_s=max(0.0, last - run["started_at"]))
