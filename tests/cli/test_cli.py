@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLE, cb
+from tests.conftest import EXAMPLE, cb, copy_example, outcome_of
 
 
 def test_targets_json_lists_required_targets():
@@ -280,3 +280,34 @@ def test_a_piped_row_stays_one_line_whatever_its_cells_hold(capsys):
     table.add_row("[green]test_calc[/]", "7 passed\n0 failed\twith a tab")
     print_table(table)
     assert capsys.readouterr().out == "test_calc\t7 passed | 0 failed with a tab\n"
+
+
+@pytest.mark.slow
+def test_no_source_hints_builds_the_project_as_upstream_ships_it(tmp_path):
+    """debian/rules' off-switches are taken as hints; --no-source-hints removes the packaging from the workspace
+    (and from the copy the clean rebuild starts from) before anything reads it, and the build still verifies."""
+    project = copy_example(tmp_path / "libcalc")
+    (project / "debian").mkdir()
+    (project / "debian" / "rules").write_text(
+        "#!/usr/bin/make -f\n%:\n\tdh $@ --buildsystem=cmake\noverride_dh_auto_configure:\n"
+        "\tdh_auto_configure -- -DCALC_WITH_DOCS=OFF\n")
+    (project / ".pc").mkdir()
+    (project / ".pc" / "applied-patches").write_text("fix.patch\n")
+    db = str(tmp_path / "runs.db")
+    for flag, ws in (("--source-hints", "with"), ("--no-source-hints", "without")):
+        r = cb("build", str(project), "-t", "aarch64-linux-musl", flag, "-w", str(tmp_path / ws), "--db", db,
+               "--json", cwd=tmp_path)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+        prepared = next(e["data"] for e in events if e["event"] == "workspace_prepared")
+        message = outcome_of(r.stdout)["message"]
+        if ws == "with":
+            assert (tmp_path / ws / "src" / "debian" / "rules").is_file()
+            assert "from debian/rules: -DCALC_WITH_DOCS=OFF" in message
+        else:
+            for tree in ("src", ".xbuild/pristine/src"):
+                assert not (tmp_path / ws / tree / "debian").exists() and not (tmp_path / ws / tree / ".pc").exists()
+            assert "debian/rules" not in message and (tmp_path / ws / "src" / "CMakeLists.txt").is_file()
+            assert sorted(prepared["left_out"]) == [".pc/ (packaging: --no-source-hints)",
+                                                   "debian/ (packaging: --no-source-hints)"]
+    assert (project / "debian" / "rules").is_file()  # the user's source is never changed

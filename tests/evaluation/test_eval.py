@@ -94,10 +94,16 @@ def test_run_report_compare_on_the_example_corpus(tmp_path):
 def test_the_same_cells_on_a_local_ray_cluster(tmp_path):
     out = tmp_path / "ray"
     r = cb("eval", "run", str(EXAMPLES), "--targets", "aarch64-linux-musl", "--executor", "ray", "--out", str(out),
-           cwd=tmp_path, timeout=1800)
+           "--no-source-hints", cwd=tmp_path, timeout=1800)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     rows = _rows(out)
     assert len(rows) == 1 and rows[0]["strict_success"] and rows[0]["status"] == "verified"
+    # --no-source-hints reached the cell's build (its recorded settings) and the report's header
+    assert rows[0]["config"]["source_hints"] is False
+    cb("eval", "report", str(out), cwd=tmp_path)
+    assert "without source hints" in (out / "REPORT.md").read_text()
+    r = cb("runs", "show", rows[0]["run_id"], "--db", str(out / "runs.db"), "--json")
+    assert json.loads(json.loads(r.stdout)["run"]["config_json"])["source_hints"] is False
 
 
 @pytest.mark.slow

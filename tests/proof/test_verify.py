@@ -352,6 +352,34 @@ def test_the_clean_rebuild_starts_from_the_source_as_prepared_with_the_agents_ed
     assert (ws.root / ".xbuild" / "pristine" / "src" / "Makefile").read_text().endswith("main.c missing.c\n")
 
 
+def test_a_rebuild_whose_object_folders_hash_the_workspace_path_still_matches(tmp_path):
+    """libzstd puts its outputs in obj/conf_<md5 of the flags>/, and the flags name the workspace: the rebuild's
+    copy hashes to another folder, and its products are the same ones."""
+    import json
+
+    from crossbuild import kb
+    from crossbuild.env import workspace
+    from crossbuild.tools import default_toolset
+    from crossbuild.tools.context import RunContext
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "main.c").write_text("int main(void){return 0;}\n")
+    (project / "Makefile").write_text(
+        "HASH := $(shell echo $(CURDIR) $(CC) | md5sum | cut -c1-32)\nOUT := obj/conf_$(HASH)\n"
+        "all: $(OUT)/prog\n$(OUT)/prog: main.c\n\tmkdir -p $(OUT)\n\t$(CC) -o $@ main.c\n")
+    ws = workspace.prepare(str(project), tmp_path / "ws")
+    ctx = RunContext.create(ws.root, parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix", kb=kb.load())
+    tools = default_toolset()
+    assert tools.dispatch(ctx, "run_command", json.dumps({"command": "make", "cwd": "src"})).ok
+    r = tools.dispatch(ctx, "verify", json.dumps({"path": "src", "rebuild": True, "run_tests": False}))
+    assert r.ok, r.render()
+    assert r.data["rebuild"]["ok"] and r.data["rebuild"]["artifacts"] == 1
+    first = list((ws.root / "src" / "obj").glob("conf_*/prog"))
+    rebuilt = list((ws.root / ".xbuild" / "rebuild" / "src" / "obj").glob("conf_*/prog"))
+    assert len(first) == 1 and len(rebuilt) == 1 and rebuilt[0].parent.name != first[0].parent.name
+
+
 def test_a_test_program_runs_where_make_check_would_run_it_and_finds_its_data_through_srcdir(tmp_path):
     """Automake runs tests/.libs/prog's wrapper in tests/ with srcdir set to the source's tests/; xz's test
     programs open `files/...` from there. Run anywhere else, they fail for a reason that is not the build's."""

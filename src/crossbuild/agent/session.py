@@ -43,6 +43,7 @@ class BuildRequest:
     keep_features: bool = False  # never drop an optional feature whose dependency cannot be had
     extra_args: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "cmake" | "meson" | "configure" -> args
     passthrough: dict[str, str] = field(default_factory=dict)  # the user's variables their settings allow in builds
+    source_hints: bool = True  # False: the source's packaging (debian/) is removed before the build
 
 
 def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.Event | None = None,
@@ -53,7 +54,7 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
         "provider_retry", {"attempt": n, "reason": t.reason, "delay_s": round(d, 2)})))
     if replay is None:
         root = req.workspace_dir or workspace.new_root(req.runs_dir, req.source, req.target.name)
-        ws = workspace.prepare(req.source, root)
+        ws = workspace.prepare(req.source, root, source_hints=req.source_hints)
         left_out = list(ws.left_out)
         on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": left_out}))
     else:
@@ -72,7 +73,8 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
         config = {"model": req.model.snapshot(), "budgets": req.budgets.to_dict(), "jobs": ctx.jobs,
                   "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": left_out,
                   "dep_sources": req.dep_sources, "keep_features": req.keep_features,
-                  "extra_args": req.extra_args, "passthrough": sorted(req.passthrough)}  # names only, never values
+                  "extra_args": req.extra_args, "passthrough": sorted(req.passthrough),
+                  "source_hints": req.source_hints}  # names only, never values
         engine = GraphAgent if req.model.engine == "langgraph" else Agent
         agent = engine(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
                       config=config, run_id=run_id or new_run_id(), replay=replay)

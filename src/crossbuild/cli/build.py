@@ -62,6 +62,9 @@ def build_command(
                                  "Lines), the last one per target {\"event\": \"outcome\", ...}."),
     engine: str = typer.Option("native", "--engine", help="native | langgraph: the agent's control flow (the "
                                "tools, guards, budgets and verification are the same)."),
+    source_hints: bool = typer.Option(True, "--source-hints/--no-source-hints", help="Whether the source's "
+                                      "packaging (debian/, quilt's .pc/) stays in the workspace for the agent to "
+                                      "read; --no-source-hints builds the project as its upstream release ships."),
     resume: str = typer.Option(None, "--resume", help="Continue an interrupted run (crossbuild runs list) in its "
                                "workspace with its settings: finished tool calls are not run again."),
 ) -> None:
@@ -102,7 +105,7 @@ def build_command(
                            workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None, jobs=s.jobs,
                            keep=keep, sandbox_backend=sandbox_backend, dep_sources=s.dependencies,
                            keep_features=s.keep_features, extra_args=resolved.target_args(t.name),
-                           passthrough=resolved.passthrough_env(),
+                           passthrough=resolved.passthrough_env(), source_hints=source_hints,
                            model=ModelConfig(spec=s.model, base_url=s.base_url, strict=strict,
                                              tool_choice=tool_choice, parallel_tool_calls=parallel,
                                              temperature=temperature, seed=seed, engine=engine))

@@ -29,6 +29,8 @@ def eval_run(
     executor: str = typer.Option("local", "--executor", help="local | ray"),
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: start a local Ray)."),
     sandbox_backend: str = typer.Option("auto", "--sandbox"),
+    source_hints: bool = typer.Option(True, "--source-hints/--no-source-hints", help="--no-source-hints: every "
+                                      "workspace without the source's packaging (debian/), as upstream ships it."),
 ) -> None:
     """Run every (project, target, repeat) cell as an isolated `crossbuild build`; resumable."""
     from crossbuild.evaluation import corpus, runner
@@ -44,7 +46,7 @@ def eval_run(
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None
     config = runner.RunConfig(model=model, max_steps=max_steps, jobs_per_build=build_jobs, timeout_s=cell_timeout,
-                              sandbox=sandbox_backend)
+                              sandbox=sandbox_backend, source_hints=source_hints)
     counts = {"pass": 0, "done": 0}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("passed {task.fields[passed]}"), TimeElapsedColumn(), TextColumn("ETA"),

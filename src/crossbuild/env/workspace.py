@@ -27,6 +27,9 @@ CREDENTIAL_PATTERNS = (".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*
                        ".npmrc", ".pypirc", ".pgpass", "credentials", "credentials.json", "*.kdbx", ".htpasswd",
                        "secrets.*", ".dockercfg")
 CREDENTIAL_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube")
+# A distribution's packaging of the project at its top level (Debian's rules and patches, quilt's copies of the
+# files before patching): hints an upstream release does not have (prepare(..., source_hints=False) removes them).
+PACKAGING = ("debian", ".pc")
 
 
 def is_credential(path: str | Path) -> bool:
@@ -89,9 +92,10 @@ def is_remote(source: str) -> bool:
         or (source.endswith(".git") and not Path(source).expanduser().exists())
 
 
-def prepare(source: str, root: str | Path) -> Workspace:
+def prepare(source: str, root: str | Path, *, source_hints: bool = True) -> Workspace:
     """Make `root/src` from SOURCE. Raises SourceError with an actionable message. Credential files (keys,
-    tokens, .env) and special files are not copied; the returned Workspace lists them in `left_out`."""
+    tokens, .env) and special files are not copied; the returned Workspace lists them in `left_out`. Without
+    SOURCE_HINTS the packaging (PACKAGING) is removed too, patches applied: the project as upstream ships it."""
     ws = Workspace(Path(root).resolve())
     if ws.src.exists():
         raise SourceError(f"{ws.src} already exists: choose a new workspace folder")
@@ -105,6 +109,8 @@ def prepare(source: str, root: str | Path) -> Workspace:
     try:
         left_out = _fill(source, ws)
         left_out += _drop_credentials(ws.src)
+        if not source_hints:
+            left_out += _drop_packaging(ws.src)
         safefs.copy_tree(ws.root, "src", ws.root, f"{PRISTINE}/src")
     except BaseException:
         if created:  # a source that cannot be prepared leaves nothing behind
@@ -143,6 +149,13 @@ def _drop_credentials(src: Path) -> list[str]:
         top = next((i for i, part in enumerate(parts) if part in CREDENTIAL_DIRS), None)
         safefs.remove_tree(src, Path(*parts[:top + 1]) if top is not None else rel)
     return [f"{rel} (credential file)" for rel in found]
+
+
+def _drop_packaging(src: Path) -> list[str]:
+    found = [name for name in PACKAGING if (src / name).is_dir() or (src / name).is_symlink()]
+    for name in found:
+        safefs.remove_tree(src, name)
+    return [f"{name}/ (packaging: --no-source-hints)" for name in found]
 
 
 def _from_tarball(path: Path, ws: Workspace) -> None:

@@ -123,7 +123,9 @@ def _summary(rows: list[dict[str, Any]], meta: dict[str, Any], name: str, comman
     target_names = ", ".join(sorted({r["target"] for r in rows}))
     return lines + [
         f"{total} cells ({projects} projects × targets {target_names} × {meta.get('repeats', 1)} repeat(s)), model "
-        f"`{meta.get('config', {}).get('model', '?')}`, crossbuild {meta.get('crossbuild_version', '?')}.", "",
+        f"`{meta.get('config', {}).get('model', '?')}`, crossbuild {meta.get('crossbuild_version', '?')}"
+        + ("; without source hints (each workspace without debian/)" if meta.get("config", {}).get("source_hints")
+           is False else "") + ".", "",
         f"**Verified: {verified}/{total} ({verified / total:.0%}); strict success (right target, every expected "
         f"artifact, functional check, clean rebuild): {strict}/{total} ({strict / total:.0%}).**", ""]
 

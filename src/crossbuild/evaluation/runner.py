@@ -55,11 +55,12 @@ class RunConfig:
     jobs_per_build: int = 1
     timeout_s: float = 3600.0
     sandbox: str = "auto"
+    source_hints: bool = True  # False: each workspace without the source's packaging (build --no-source-hints)
     extra_env: dict[str, str] = field(default_factory=dict)  # e.g. CROSSBUILD_CACHE_DIR for tests
 
     def snapshot(self) -> dict[str, Any]:
         return {"model": self.model, "max_steps": self.max_steps, "jobs_per_build": self.jobs_per_build,
-                "timeout_s": self.timeout_s, "sandbox": self.sandbox}
+                "timeout_s": self.timeout_s, "sandbox": self.sandbox, "source_hints": self.source_hints}
 
 
 def plan(projects: list[Project], targets: list[str], repeats: int) -> list[Cell]:
@@ -90,6 +91,8 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
             "-m", config.model, "--max-steps", str(config.max_steps), "-j", str(config.jobs_per_build),
             "-w", str(work / "ws"), "--prefix", str(work / "prefix"), "--db", str(out / "runs.db"),
             "--sandbox", config.sandbox, "--no-config", "--json"]  # a cell never depends on who runs it
+    if not config.source_hints:
+        argv.append("--no-source-hints")
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN"))} | config.extra_env
     env.setdefault("COLUMNS", "200")
     start = time.monotonic()
