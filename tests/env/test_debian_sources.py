@@ -36,3 +36,34 @@ def test_a_fresh_stamp_without_index_files_fetches_them_again(tmp_path):
                        text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     assert list(lists.glob("*_Sources*"))
+
+
+@pytest.mark.slow
+def test_a_source_being_downloaded_is_never_seen_half_there(tmp_path):
+    """The evaluation checks a pinned source's checksums without the download lock: two evaluations started at once
+    failed with "googletest_1.12.1.orig.tar.gz (listed in ...dsc) is missing from the cache" while the other one
+    was still downloading it. The folder must appear whole or not at all."""
+    import re
+    import time
+    from pathlib import Path
+
+    from crossbuild.evaluation import corpus
+
+    manifest = Path(__file__).resolve().parents[2] / "corpus" / "dev" / "zlib.toml"
+    version = corpus.load(manifest)[0].source.split("=", 1)[1]
+    env = {**os.environ, "CROSSBUILD_CACHE_DIR": str(tmp_path / "cache")}
+    fetch = "import sys; from crossbuild.evaluation import corpus; corpus.fetch(corpus.load(sys.argv[1])[0])"
+    proc = subprocess.Popen([sys.executable, "-c", fetch, str(manifest)], env=env, stderr=subprocess.PIPE, text=True)
+    folder = tmp_path / "cache" / "debian-src" / f"zlib_{version}"
+    half_there, looks = [], 0
+    while proc.poll() is None:
+        for dsc in folder.glob("*.dsc"):
+            looks += 1
+            listed = re.findall(r"^ [0-9a-f]{64} (\d+) (\S+)$", dsc.read_text(errors="replace"), re.MULTILINE)
+            if not listed or any(not (folder / name).is_file() or (folder / name).stat().st_size != int(size)
+                                 for size, name in listed):
+                half_there.append(sorted(p.name for p in folder.iterdir()))
+        time.sleep(0.002)
+    assert proc.returncode == 0, proc.stderr.read()
+    assert not half_there, half_there[:3]
+    assert list(folder.glob("*.dsc")) and not folder.with_name(folder.name + ".part").exists()

@@ -284,27 +284,35 @@ def _from_debian(spec: str, ws: Workspace) -> None:
 
 
 def _downloaded_source(name: str, version: str, spec: str, cache: Path) -> list[Path]:
-    """The .dsc files of the source package in `cache`, downloading it first when it is not there."""
+    """The .dsc files of the source package in `cache`, downloading it first when it is not there. The download
+    goes into `<cache>.part` and is renamed into place whole, so a reader that does not hold the lock (the
+    evaluation's checksum check) never finds a .dsc whose tarballs are still coming."""
     dsc = sorted(cache.glob("*.dsc")) if cache.exists() else []
     if not dsc:
-        cache.mkdir(parents=True, exist_ok=True)
-        r = _apt_source(f"{name}={version}" if version else name, cache)
+        part = cache.with_name(cache.name + ".part")
+        r = _fetch_into(part, f"{name}={version}" if version else name)
         if r.returncode != 0 and not version:
             # the index can name a version whose files the mirror no longer serves (a superseded security
             # update): fall back to the newest version that downloads, and say which one was used
             for other in _served_versions(name)[::-1]:
-                shutil.rmtree(cache, ignore_errors=True)
-                cache.mkdir(parents=True)
-                r = _apt_source(f"{name}={other}", cache)
+                r = _fetch_into(part, f"{name}={other}")
                 if r.returncode == 0:
                     break
         if r.returncode != 0:
-            shutil.rmtree(cache, ignore_errors=True)
+            shutil.rmtree(part, ignore_errors=True)
             served = _served_versions(name)
             hint = f" The archive lists: {', '.join(served)}." if served else ""
             raise SourceError(f"cannot download Debian source {spec}: {r.stderr.strip()[-300:]}{hint}")
+        shutil.rmtree(cache, ignore_errors=True)  # an empty or partial folder an older crossbuild left
+        part.rename(cache)
         dsc = sorted(cache.glob("*.dsc"))
     return dsc
+
+
+def _fetch_into(folder: Path, spec: str) -> subprocess.CompletedProcess:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return _apt_source(spec, folder)
 
 
 def _apt_source(spec: str, cache: Path) -> subprocess.CompletedProcess:
