@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(qemu-user bubblewrap cmake make gcc g++ pkgconf autoconf automake autotools-dev libtool file dpkg-dev llvm
-          libc6-arm64-cross libc6-riscv64-cross libc6-armhf-cross)
+          libc6-arm64-cross libc6-riscv64-cross libc6-armhf-cross
+          chromium)  # chromium: the web page's browser tests (driven headless by Playwright)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,9 +8,7 @@ token.
 
 from __future__ import annotations
 
-import hmac
 import os
-import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +22,12 @@ from pydantic import Field, ValidationError
 
 from crossbuild import __version__, kb
 from crossbuild.env import workspace
+from crossbuild.foundation import bearer
 from crossbuild.foundation.targets import UnknownTargetError, parse_target
-from crossbuild.tools import Toolset, default_toolset, paths
+from crossbuild.tools import Toolset, default_toolset
 from crossbuild.tools.base import ErrorType, Tool, ToolArgs, ToolResult, _schema_error
 from crossbuild.tools.context import RunContext
+from crossbuild.tools.paths import HostRoots, OutsideRoots
 from crossbuild.tools.schemas import input_schema, mcp_annotations
 
 INSTRUCTIONS = """crossbuild cross-compiles C/C++ projects for another machine with zig cc and proves the result.
@@ -69,10 +69,6 @@ class SessionState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class OutsideRoots(PermissionError):
-    """A client named a host path outside the server's roots."""
-
-
 class CrossbuildMCP:
     """Per-session RunContexts around one shared Toolset."""
 
@@ -82,9 +78,10 @@ class CrossbuildMCP:
         self.toolset = toolset or default_toolset()
         self.default = default  # (source, workspace, target) from the command line: the user's, not confined
         # the only folders a client may copy from or work in (the user's --root options; default: here)
-        self.roots = [Path(r).resolve() for r in (roots or [Path.cwd()])]
+        self.host_roots = HostRoots(roots or [Path.cwd()])
+        self.roots = self.host_roots.roots
         runs_dir = (runs_dir or Path("crossbuild-runs")).resolve()
-        self.runs_dir = runs_dir if self._inside_roots(runs_dir) else self.roots[0] / "crossbuild-runs"
+        self.runs_dir = runs_dir if self.host_roots.contain(runs_dir) else self.roots[0] / "crossbuild-runs"
         self.sandbox_backend = sandbox_backend
         # where dependencies go, one folder per target (default: the shared per-target prefixes of the cache)
         self.prefix_root = Path(prefix_root).resolve() if prefix_root else None
@@ -167,7 +164,7 @@ class CrossbuildMCP:
             new, left_out = self._make_ctx(args.source, args.workspace, args.target)
         except OutsideRoots as e:
             return ToolResult(ok=False, error_type=ErrorType.PERMISSION_DENIED, message=str(e),
-                              hint=f"use a folder inside {', '.join(map(str, self.roots))}, a git URL or debian:NAME; "
+                              hint=f"use a folder inside {self.host_roots}, a git URL or debian:NAME; "
                                    "the user can add folders with `crossbuild mcp --root DIR`")
         except UnknownTargetError as e:
             return ToolResult(ok=False, error_type=ErrorType.INVALID_ARGUMENTS, message=str(e),
@@ -186,9 +183,6 @@ class CrossbuildMCP:
                                            f"src/.{note} Next: build_status.",
                           data={"workspace": str(new.root), "target": new.target.name, "left_out": list(left_out)})
 
-    def _inside_roots(self, real: Path) -> bool:
-        return any(paths.is_within(real, r) for r in self.roots)
-
     def _check_client_paths(self, args: OpenWorkspaceArgs) -> None:
         """Host paths a client names must resolve (links followed) inside a root, by path component."""
         named = []
@@ -197,15 +191,7 @@ class CrossbuildMCP:
         if args.workspace:
             named.append(("workspace", args.workspace))
         for what, raw in named:
-            if "\0" in raw:
-                raise OutsideRoots(f"the {what} path contains a NUL byte")
-            try:
-                real = Path(os.path.realpath(Path(raw).expanduser()))
-            except OSError as e:
-                raise ValueError(f"{what} {raw[:120]!r} cannot be used as a path: {e.strerror}") from None
-            if not self._inside_roots(real):
-                raise OutsideRoots(f"{what} {raw[:200]!r} resolves to {real}, outside the folders this server may "
-                                   f"use ({', '.join(map(str, self.roots))})")
+            self.host_roots.resolve(what, raw)
         if args.workspace and not args.source:
             real = Path(os.path.realpath(args.workspace))
             if not ((real / "src").is_dir() and (real / ".xbuild").is_dir()):
@@ -261,12 +247,12 @@ class StaticTokenVerifier:
     """The SDK's TokenVerifier for one bearer token the user holds (compared in constant time)."""
 
     def __init__(self, token: str):
-        self._token = token.encode()
+        self._token = token
 
     async def verify_token(self, token: str):
         from mcp.server.auth.provider import AccessToken
 
-        if hmac.compare_digest(token.encode(), self._token):
+        if bearer.matches(token, self._token):
             return AccessToken(token=token, client_id="crossbuild-user", scopes=[])
         return None
 
@@ -277,17 +263,7 @@ TOKEN_ENV = "CROSSBUILD_MCP_TOKEN"
 def http_token(token_file: Path | None) -> tuple[str, str]:
     """The bearer token HTTP clients must send, and where it came from: --token-file, $CROSSBUILD_MCP_TOKEN, or
     a new random one (shown once when the server starts)."""
-    if token_file is not None:
-        token = token_file.read_text().strip()
-        if len(token) < 16:
-            raise ValueError(f"{token_file} holds a token of {len(token)} characters; use at least 16")
-        return token, f"from {token_file}"
-    if os.environ.get(TOKEN_ENV):
-        token = os.environ[TOKEN_ENV].strip()
-        if len(token) < 16:
-            raise ValueError(f"${TOKEN_ENV} holds a token of {len(token)} characters; use at least 16")
-        return token, f"from ${TOKEN_ENV}"
-    return secrets.token_urlsafe(32), "generated"
+    return bearer.bearer_token(token_file, TOKEN_ENV)
 
 
 def http_app(app: CrossbuildMCP, *, token: str, host: str = "127.0.0.1", port: int = 8765):

@@ -186,6 +186,13 @@ def test_bench_tools_prints_dispatch_overhead_and_schema_sizes():
         assert f"schema set {name} " in r.stdout
 
 
+def test_bench_web_prints_how_fast_a_long_run_is_served():
+    r = cb("bench-web", "--calls", "50", "--repeats", "2", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "a run of 50 tool calls (107 events), 2 reads over loopback" in r.stdout  # 2 per call, 5 kb, end
+    assert "run page:" in r.stdout and "page + whole story (event stream to its end): median" in r.stdout
+
+
 def test_build_refuses_bad_models_before_doing_anything(tmp_path):
     r = cb("build", str(EXAMPLE), "-t", "aarch64-linux-musl", "-m", "gpt5", "--db", str(tmp_path / "r.db"),
            cwd=tmp_path, timeout=60)

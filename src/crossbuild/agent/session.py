@@ -8,6 +8,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from crossbuild import kb
 from crossbuild.agent.budgets import Budgets
@@ -18,6 +19,7 @@ from crossbuild.agent.loop import Agent, RunOutcome
 from crossbuild.agent.resume import NotResumable, Replay
 from crossbuild.env import workspace
 from crossbuild.foundation import safefs
+from crossbuild.foundation.settings import Resolved
 from crossbuild.foundation.targets import Target, parse_target
 from crossbuild.models import ModelConfig, ScriptedModel, make_model
 from crossbuild.tools.context import RunContext
@@ -44,6 +46,17 @@ class BuildRequest:
     extra_args: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "cmake" | "meson" | "configure" -> args
     passthrough: dict[str, str] = field(default_factory=dict)  # the user's variables their settings allow in builds
     source_hints: bool = True  # False: the source's packaging (debian/) is removed before the build
+
+
+def request_for(resolved: Resolved, source: str, target: Target, *, model: ModelConfig | None = None,
+                **fields: Any) -> BuildRequest:
+    """The request the merged settings make for SOURCE and TARGET (budgets, jobs, dependency sources, features,
+    the target's extra arguments, the allowed variables); FIELDS are what the face itself decides."""
+    s = resolved.settings
+    return BuildRequest(source=source, target=target, budgets=Budgets(**s.budgets.model_dump()), jobs=s.jobs,
+                        dep_sources=s.dependencies, keep_features=s.keep_features,
+                        extra_args=resolved.target_args(target.name), passthrough=resolved.passthrough_env(),
+                        model=model or ModelConfig(spec=s.model, base_url=s.base_url), **fields)
 
 
 def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.Event | None = None,

@@ -9,13 +9,13 @@ import typer
 from rich.markup import escape
 from typer.exceptions import TyperException
 
-from crossbuild.cli import bench, build, common, config, deps, env, evaluation, kb, mcp, proof, runs
+from crossbuild.cli import bench, build, common, config, deps, env, evaluation, kb, mcp, proof, runs, serve
 
 app = typer.Typer(
     help="Cross-compile real C/C++ projects with zig cc, and prove the result.",
     no_args_is_help=True, rich_markup_mode="rich", context_settings={"help_option_names": ["-h", "--help"]},
 )
-for group in (env, proof, build, mcp, bench):
+for group in (env, proof, build, mcp, serve, bench):
     app.registered_commands += group.app.registered_commands
 app.add_typer(runs.runs_app, name="runs")
 app.add_typer(deps.deps_app, name="deps")

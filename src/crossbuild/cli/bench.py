@@ -77,3 +77,18 @@ def bench_agent(
                   f"{r.total_ratio:.3f}")
     console.print(f"tool calls: {r.tool_calls}, steps: {r.steps}, loop overhead per step (excluding the commands): "
                   f"{statistics.median(r.overhead_per_step_ms):.1f} ms; verified: {r.verified}")
+
+
+@app.command("bench-web")
+def bench_web(calls: int = typer.Option(500, "--calls", min=1), repeats: int = typer.Option(5, "--repeats", min=1),
+              ) -> None:
+    """Measure how fast `crossbuild serve` serves a run of CALLS tool calls: the page, and its whole event stream."""
+    from crossbuild.web import bench as web_bench
+
+    r = web_bench.run(calls, repeats)
+    console.print(f"a run of {r.calls} tool calls ({r.events} events), {repeats} reads over loopback:")
+    console.print(f"  run page:           median {r.page_median_ms:.1f} ms (runs: "
+                  + ", ".join(f"{x:.1f}" for x in r.page_ms) + ")")
+    console.print(f"  [bold]page + whole story (event stream to its end): median "
+                  f"{r.page_median_ms + r.stream_median_ms:.1f} ms[/] (goal < 200 ms; stream runs: "
+                  + ", ".join(f"{x:.1f}" for x in r.stream_ms) + ")")

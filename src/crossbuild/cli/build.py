@@ -11,10 +11,8 @@ from pathlib import Path
 import typer
 
 from crossbuild.agent import session
-from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.loop import RunOutcome
 from crossbuild.agent.resume import NotResumable
-from crossbuild.agent.session import BuildRequest
 from crossbuild.cli.common import console, err, fail, load_settings, open_trace, print_report, target_from
 from crossbuild.cli.progress import MODES, renderer
 from crossbuild.env import workspace
@@ -101,14 +99,11 @@ def build_command(
     outcomes = []
     for name in s.targets:
         t = target_from(name)
-        req = BuildRequest(source=source, target=t, budgets=Budgets(**s.budgets.model_dump()), db=db,
-                           workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None, jobs=s.jobs,
-                           keep=keep, sandbox_backend=sandbox_backend, dep_sources=s.dependencies,
-                           keep_features=s.keep_features, extra_args=resolved.target_args(t.name),
-                           passthrough=resolved.passthrough_env(), source_hints=source_hints,
-                           model=ModelConfig(spec=s.model, base_url=s.base_url, strict=strict,
-                                             tool_choice=tool_choice, parallel_tool_calls=parallel,
-                                             temperature=temperature, seed=seed, engine=engine))
+        req = session.request_for(
+            resolved, source, t, db=db, workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None,
+            keep=keep, sandbox_backend=sandbox_backend, source_hints=source_hints,
+            model=ModelConfig(spec=s.model, base_url=s.base_url, strict=strict, tool_choice=tool_choice,
+                              parallel_tool_calls=parallel, temperature=temperature, seed=seed, engine=engine))
         outcomes.append(_build_one(functools.partial(session.build, req), mode))
     if len(outcomes) > 1 and mode != "json":
         for name, ok in zip(s.targets, outcomes, strict=True):

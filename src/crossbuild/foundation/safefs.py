@@ -123,6 +123,13 @@ def read_text(anchor: str | Path, rel: str | Path, *, max_bytes: int) -> str:
     return read_bytes(anchor, rel, max_bytes=max_bytes).decode("utf-8", errors="replace")
 
 
+def read_page(anchor: str | Path, rel: str | Path, *, offset: int, size: int) -> tuple[bytes, int]:
+    """SIZE bytes of the regular file ANCHOR/REL from OFFSET, and the file's whole size: a long log read a page at
+    a time, never whole."""
+    with os.fdopen(open_regular(anchor, rel), "rb") as f:
+        return os.pread(f.fileno(), size, max(0, offset)), os.fstat(f.fileno()).st_size
+
+
 def file_kind(mode: int) -> str:
     for test, name in ((stat.S_ISLNK, "symbolic link"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"),
                        (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"), (stat.S_ISDIR, "folder"),

@@ -24,6 +24,37 @@ def is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+class OutsideRoots(PermissionError):
+    """A client named a host path outside the folders the user allowed."""
+
+
+class HostRoots:
+    """The host folders the user allowed a client (an MCP session, the web page) to name: a path a client gives
+    must resolve, links followed, inside one of them, by path component."""
+
+    def __init__(self, roots: list[Path]):
+        self.roots = [Path(r).resolve() for r in roots]
+
+    def __str__(self) -> str:
+        return ", ".join(map(str, self.roots))
+
+    def contain(self, real: Path) -> bool:
+        return any(is_within(real, r) for r in self.roots)
+
+    def resolve(self, what: str, raw: str) -> Path:
+        """The real path RAW names; raises OutsideRoots, or ValueError for a path that cannot be used."""
+        if "\0" in raw:
+            raise OutsideRoots(f"the {what} path contains a NUL byte")
+        try:
+            real = Path(os.path.realpath(Path(raw).expanduser()))
+        except OSError as e:
+            raise ValueError(f"{what} {raw[:120]!r} cannot be used as a path: {e.strerror}") from None
+        if not self.contain(real):
+            raise OutsideRoots(f"{what} {raw[:200]!r} resolves to {real}, outside the folders this server may use "
+                               f"({self})")
+        return real
+
+
 def display(ctx: RunContext, real: Path) -> str:
     """How a path is shown to the model: relative to the workspace."""
     try:

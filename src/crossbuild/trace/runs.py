@@ -25,11 +25,33 @@ _SO_FAR = ("CASE WHEN finished_at IS NULL THEN (SELECT COALESCE(MAX(step), 0) FR
            "CASE WHEN finished_at IS NULL THEN heartbeat_at - started_at ELSE wall_s END AS wall_s")
 
 
-def list_runs(db: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
-    rows = db.execute("SELECT id, source, target, model, status, stop_reason, pid, host, heartbeat_at, "
+def _matching(*, target: str | None, model: str | None, source: str | None) -> tuple[list[str], list[str]]:
+    """SQL conditions (and their parameters) for runs of TARGET, of MODEL, and whose source contains SOURCE (as
+    written: no wildcards)."""
+    where, params = ["1"], []
+    for col, value in (("target", target), ("model", model)):
+        if value:
+            where.append(f"{col} = ?")
+            params.append(value)
+    if source:
+        where.append("instr(source, ?) > 0")
+        params.append(source)
+    return where, params
+
+
+def list_runs(db: sqlite3.Connection, limit: int = 20, *, status: str | None = None, target: str | None = None,
+              model: str | None = None, source: str | None = None) -> list[dict[str, Any]]:
+    """The latest runs, newest first, optionally only those with STATUS (as shown: an interrupted run is recorded
+    as running), TARGET, MODEL, or SOURCE as part of their source."""
+    where, params = _matching(target=target, model=model, source=source)
+    if status:
+        where.append("status = ?")
+        params.append("running" if status == "interrupted" else status)
+    rows = db.execute("SELECT id, source, target, model, status, stop_reason, pid, host, heartbeat_at, started_at, "
                       f"input_tokens + output_tokens AS tokens, cost_usd, {_SO_FAR} FROM runs "
-                      "ORDER BY started_at DESC LIMIT ?", (limit,)).fetchall()
-    return [_with_live_status(dict(r)) for r in rows]
+                      f"WHERE {' AND '.join(where)} ORDER BY started_at DESC LIMIT ?", (*params, limit)).fetchall()
+    found = [_with_live_status(dict(r)) for r in rows]
+    return [r for r in found if r["status"] == status] if status else found
 
 
 def find_run(db: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
@@ -106,14 +128,8 @@ class Stats:
 
 def stats(db: sqlite3.Connection, *, model: str | None = None, target: str | None = None,
           source: str | None = None, since: str | None = None) -> Stats:
-    where, params = ["finished_at IS NOT NULL"], []
-    for col, value in (("model", model), ("target", target)):
-        if value:
-            where.append(f"{col} = ?")
-            params.append(value)
-    if source:
-        where.append("source LIKE ?")
-        params.append(f"%{source}%")
+    where, params = _matching(target=target, model=model, source=source)
+    where.append("finished_at IS NOT NULL")
     if since:
         where.append("id >= ?")
         params.append(since)

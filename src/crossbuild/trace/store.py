@@ -116,6 +116,15 @@ def connect(path: str | Path) -> sqlite3.Connection:
     return db
 
 
+def connect_readonly(path: str | Path) -> sqlite3.Connection:
+    """A reader's connection to a database `connect` made: no migrations, so no write lock is taken (the web
+    page opens one per request while builds write)."""
+    db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA busy_timeout=30000")
+    return db
+
+
 def new_run_id() -> str:
     """Sortable by time, unique across processes."""
     return f"{time.strftime('%Y%m%d%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"

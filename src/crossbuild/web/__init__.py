@@ -1,0 +1,1 @@
+"""`crossbuild serve`: the web face (Starlette, server-sent events, a little plain JavaScript shipped here)."""

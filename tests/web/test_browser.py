@@ -1,0 +1,98 @@
+"""crossbuild serve in a real browser (Debian's chromium, headless): a build started from the page is watched live
+to VERIFIED and its page replayed; four builds at once each show only their own story; a cancelled build stops
+while another goes on."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import EXAMPLE
+
+pytestmark = pytest.mark.slow  # real builds with zig, the sandbox and qemu
+
+BUILD_S = 600_000  # ms a build may take on a loaded 2-core machine
+
+
+def start_from_page(page, server, source: str, target: str = "aarch64-linux-musl") -> str:
+    page.goto(server.url + "/")
+    page.fill("#source", source)
+    page.select_option("#target", target)
+    page.click("#start")
+    page.wait_for_url(re.compile(r"/runs/[0-9]{14}-[0-9a-f]{8}$"), timeout=30_000)
+    return page.url.rsplit("/", 1)[1]
+
+
+def test_a_build_started_from_the_page_is_watched_live_to_verified_and_replayed(server, browser):
+    shutil.copytree(EXAMPLE, server.root / "libcalc")
+    page = browser.new_page()
+    run_id = start_from_page(page, server, str(server.root / "libcalc"))
+    # live: a tool call shows up while the run is still going
+    page.wait_for_selector(".call", timeout=BUILD_S)
+    seen_running = page.locator("#status").inner_text()
+    assert seen_running in ("preparing", "running"), seen_running
+    page.wait_for_selector("#status.verified", timeout=BUILD_S)
+    assert "VERIFIED" in page.locator("#outcome").inner_text()
+    assert page.locator("#artifacts td", has_text="libcalc.a").count() == 1
+    assert "passed" in page.locator("#smoke-runs").inner_text()
+    calls = page.locator(".call").count()
+    assert calls >= 4 and page.locator(".call.failed").count() == 0
+    # the full log of the configure step, read from the workspace a page at a time
+    configure = page.locator(".call", has=page.locator("summary", has_text="cmake -S src -B build"))
+    configure.locator("summary").click()
+    configure.locator(".open-log").click()
+    assert "Build files have been written to" in configure.locator("pre.log").inner_text(timeout=10_000)
+    # the runs list shows it, and its page is the same story, replayed from the trace
+    page.goto(server.url + "/")
+    row = page.locator(f"tr[data-run='{run_id}']")
+    assert "verified" in row.inner_text()
+    row.locator("a").click()
+    page.wait_for_selector("#status.verified", timeout=30_000)
+    assert page.locator(".call").count() == calls
+    assert page.locator("#cancel").count() == 0
+
+
+def test_four_builds_at_once_each_page_shows_only_its_own_story(server, browser):
+    pages, ids = [], []
+    for i in range(4):
+        shutil.copytree(EXAMPLE, server.root / f"calc{i}")
+        page = browser.new_page()
+        ids.append(start_from_page(page, server, str(server.root / f"calc{i}")))
+        pages.append(page)
+    for page in pages:
+        page.wait_for_selector("#status.verified", timeout=BUILD_S)
+    for i, (page, run_id) in enumerate(zip(pages, ids, strict=True)):
+        story = page.locator("#timeline").inner_text()
+        assert f"calc{i}-aarch64-linux-musl-{run_id}" in story  # its own workspace...
+        for j, other in enumerate(ids):
+            if j != i:
+                assert other not in story and f"/calc{j}-" not in story  # ... and nobody else's
+    assert len(set(ids)) == 4
+
+
+def test_cancelling_one_build_from_its_page_leaves_the_other_running(server, browser):
+    slow = server.root / "slow"
+    slow.mkdir()
+    (slow / "main.c").write_text("int main(void){return 0;}\n")
+    (slow / "Makefile").write_text("all:\n\tsleep 300\n\t$(CC) -o prog main.c\n")
+    shutil.copytree(EXAMPLE, server.root / "libcalc")
+    slow_page, other_page = browser.new_page(), browser.new_page()
+    start_from_page(slow_page, server, str(slow))
+    make = slow_page.locator(".call", has=slow_page.locator("summary", has_text="make"))
+    make.locator(".state.running").wait_for(timeout=BUILD_S)  # the long make is running now
+    start_from_page(other_page, server, str(server.root / "libcalc"))
+    other_page.wait_for_selector(".call", timeout=BUILD_S)
+    slow_page.click("#cancel")
+    slow_page.wait_for_selector("#status.cancelled", timeout=60_000)
+    assert other_page.locator("#status").inner_text() in ("running", "verified")
+    other_page.wait_for_selector("#status.verified", timeout=BUILD_S)
+    # on the host: the cancelled build's command was killed, not left running
+    deadline = time.monotonic() + 20
+    while subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "the cancelled build's `sleep 300` is still running"
+        time.sleep(0.5)
+    assert "cancelled" in slow_page.locator("#outcome").inner_text().lower()
