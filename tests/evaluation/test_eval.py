@@ -149,3 +149,26 @@ def test_without_matplotlib_the_report_says_its_plots_were_skipped(tmp_path, mon
     report = build_report(tmp_path / "r")
     assert "Plots skipped: matplotlib is not installed" in report.markdown and not report.plots
     assert "## Plots" not in report.markdown and not list((tmp_path / "r").glob("*.png"))
+
+
+def test_windows_artifacts_meet_the_corpus_names_and_its_functional_check_is_not_run(tmp_path):
+    """x86_64-windows-gnu is scan only: its programs cannot run here, so a functional check is not run (None), not
+    failed; and brotli.exe, MinGW's libbrotlienc.dll and its import library are what `brotli` and
+    `libbrotlienc.so*` name."""
+    from crossbuild.evaluation.runner import success_levels, windows_aliases
+    from crossbuild.foundation.targets import parse_target
+
+    assert windows_aliases("brotli.exe") >= {"brotli"}
+    assert windows_aliases("zlib1.dll") >= {"libzlib.so"} and windows_aliases("libz.dll") >= {"libz.so"}
+    assert windows_aliases("z.lib") >= {"libz.a"} and windows_aliases("libfoo.a") == {"libfoo.a"}
+    brotli = corpus.load(DEV / "brotli.toml")[0]
+    arts = [{"path": p, "kind": k, "ok": True} for p, k in (
+        ("brotli.exe", "executable"), ("libbrotlienc.dll", "shared_library"), ("libbrotlidec.dll", "shared_library"),
+        ("libbrotlicommon.dll", "shared_library"))]
+    outcome = {"run_id": "x", "verify": {"ok": True, "target": "x86_64-windows-gnu", "artifacts": arts,
+                                         "rebuild": {"ok": True}}}
+    windows = success_levels(brotli, outcome, tmp_path / "none.db", tmp_path / "ws", parse_target("x86_64-windows-gnu"))
+    assert windows["expected"] is True and windows["functional"] is None
+    # the same names on a Linux target are not the corpus's names, and its functional check runs (and fails here)
+    linux = success_levels(brotli, outcome, tmp_path / "none.db", tmp_path / "ws", parse_target("aarch64-linux-musl"))
+    assert linux["expected"] is False and linux["functional"] is False

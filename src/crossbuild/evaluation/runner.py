@@ -23,6 +23,7 @@ from typing import Any
 
 from crossbuild import __version__
 from crossbuild.evaluation.corpus import Project, fetch
+from crossbuild.foundation.targets import Target, parse_target
 from crossbuild.proof.binary_formats import LINKED_KINDS
 from crossbuild.trace import runs
 from crossbuild.trace import store as trace_store
@@ -109,7 +110,7 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
     if outcome is None:
         return {**row, "status": "crashed", "error": f"exit {proc.returncode}: {proc.stderr.strip()[-600:]}",
                 "wall_s": time.monotonic() - start}
-    levels = success_levels(cell.project, outcome, out / "runs.db", work / "ws")
+    levels = success_levels(cell.project, outcome, out / "runs.db", work / "ws", parse_target(cell.target))
     usage = outcome.get("usage") or {}
     return {**row, "run_id": outcome["run_id"], "status": outcome["status"], "stop_reason": outcome["stop_reason"],
             "message": (outcome.get("message") or "")[:1500], "levels": levels,
@@ -134,7 +135,8 @@ def outcome_from(stdout: str) -> dict[str, Any] | None:
     return found
 
 
-def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path) -> dict[str, bool | None]:
+def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path,
+                   target: Target) -> dict[str, bool | None]:
     """configured, built, artifacts for the right target, every expected artifact, functional check under qemu
     (None when the project has none), clean rebuild."""
     cmds: list[str] = []
@@ -150,16 +152,16 @@ def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path
     names = {Path(a["path"]).name for a in arts}
     install = ws / "install"
     if install.is_dir() and report.get("ok"):
-        from crossbuild.foundation.targets import parse_target
         from crossbuild.proof.artifacts import check_artifact, scan_tree
 
-        target = parse_target(outcome["verify"]["target"])
         names |= {Path(a.path).name for a in scan_tree(install).artifacts if not check_artifact(a, target)
                   and a.kind in ("executable", "shared_library", "static_library")}
+    if target.is_windows:
+        names = {alias for n in names for alias in windows_aliases(n)}
     expected = all(any(fnmatch.fnmatchcase(n, alt) for n in names for alt in pattern.split("|"))
                    for pattern in project.expected)
-    functional = None
-    if project.functional is not None:
+    functional = None  # no check, or a target whose programs cannot run here (Windows: scan only)
+    if project.functional is not None and target.qemu is not None:
         functional = bool(report.get("ok")) and _functional(project, ws, outcome)
     return {
         "configured": any(_CONFIGURE.match(c) for c in cmds) or any(_BUILD.match(c) for c in cmds),
@@ -169,6 +171,21 @@ def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path
         "functional": functional,
         "rebuild": bool((report.get("rebuild") or {}).get("ok")),
     }
+
+
+def windows_aliases(name: str) -> set[str]:
+    """A Windows artifact's name as the corpus's Linux-style globs name it: `brotli.exe` is `brotli`, a DLL
+    (`libz.dll`, `zlib1.dll`, MinGW's `libbrotlienc.dll`) is `lib<name>.so`, an MSVC-style `z.lib` is `libz.a`."""
+    aliases = {name}
+    stem, _, ext = name.rpartition(".")
+    if ext.lower() == "exe":
+        aliases.add(stem)
+    elif ext.lower() == "dll":
+        bare = stem.removeprefix("lib").rstrip("0123456789-")
+        aliases |= {f"{stem}.so", f"lib{bare}.so"}
+    elif ext.lower() == "lib":
+        aliases.add(f"lib{stem.removeprefix('lib')}.a")
+    return aliases
 
 
 def _functional(project: Project, ws: Path, outcome: dict[str, Any]) -> bool:
