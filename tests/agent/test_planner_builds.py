@@ -318,3 +318,44 @@ def test_debian_rules_switches_that_only_turn_features_off_are_followed_and_said
     assert "-DCALC_DOCS=OFF" in configure
     assert "BUILD_TESTING=OFF" not in configure and "WITH_FROB" not in configure and "LIBDIR" not in configure
     assert [run for run in out["verify"]["smoke_runs"] if run["passed"]]  # the tests still ran
+
+
+COPIES_LIBC_DATA = """\
+#include <stdbool.h>
+#include <stdio.h>
+#include <unistd.h>
+/* like xz's args.c: one-byte globals, then getopt's optind/optarg, which a non-PIE executable copies */
+bool verbose, quiet;
+int lib(void);
+int main(int argc, char **argv) {
+    int c;
+    while ((c = getopt(argc, argv, "vq")) != -1) { verbose |= c == 'v'; quiet |= c == 'q'; }
+    printf("%d %d %d %s\\n", optind, verbose, quiet, optarg ? optarg : "-");
+    return lib() == 1 ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.slow
+def test_an_executable_whose_libc_data_copies_lld_misaligns_is_built_as_pie(tmp_path):
+    """xz on aarch64: zig's stub libc.so gives optind and optarg too small an alignment, so lld misplaces their
+    copy relocations in a non-PIE program. The knowledge entry switches the compiler wrapper to PIE (any build
+    system), and the program links and runs under qemu."""
+    project = tmp_path / "getopt"
+    project.mkdir()
+    (project / "main.c").write_text(COPIES_LIBC_DATA)
+    (project / "lib.c").write_text("int lib(void){return 1;}\n")
+    (project / "Makefile").write_text(  # compiled, then linked, as automake does (one zig step links as PIE)
+        "all: libl.so test_getopt\nlibl.so: lib.c\n\t$(CC) -fPIC -shared -o $@ lib.c\n"
+        "main.o: main.c\n\t$(CC) -O2 -c -o $@ main.c\ntest_getopt: main.o libl.so\n\t$(CC) -o $@ main.o -L. -ll\n"
+        "clean:\n\trm -f main.o libl.so test_getopt\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    failed = sqlite3.connect(tmp_path / "runs.db").execute(
+        "SELECT message FROM tool_calls WHERE run_id=? AND name='run_command' AND ok=0", (out["run_id"],)).fetchall()
+    assert "improper alignment for relocation" in failed[0][0]  # the first link failed as xz's did
+    assert "applied copy-relocation-alignment: env CROSSBUILD_PIE=1" in out["message"]
+    prog = next(a for a in out["verify"]["artifacts"] if a["path"] == "test_getopt")
+    assert prog["kind"] == "executable" and prog["linkage"] == "dynamic"
+    assert [(s["path"], s["passed"]) for s in out["verify"]["smoke_runs"]] == [("test_getopt", True)]
+    assert out["verify"]["rebuild"]["ok"]  # the clean rebuild replays the command with the variable

@@ -43,6 +43,8 @@ LABELLED = {
     "-lz": "zlib", "-lbz2": "bzip2", "-llzma": "xz-utils", "-lzstd": "libzstd", "-lcrypto": "openssl",
     "-lssl": "openssl", "-lffi": "libffi", "-luv": "libuv1", "-lyaml": "libyaml", "-lsqlite3": "sqlite3",
     "-lsodium": "libsodium",
+    # bundled folders a Debian repack removed (add_subdirectory(deps/NAME) fails)
+    "http-parser": "http-parser", "pcre": "pcre3",
 }
 
 

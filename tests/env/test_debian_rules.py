@@ -94,3 +94,23 @@ endif
 """)
     assert rules.cross_env == (("CROSS_BUILDING", "yes"), ("GENERATOR_FOR_BUILD_TOO", "yes"))
     assert "when cross-building: CROSS_BUILDING=yes GENERATOR_FOR_BUILD_TOO=yes" in rules.describe()
+
+
+def test_make_goals_and_variables_of_the_build_step_only_when_all_are_plain():
+    http_parser = ("%:\n\tdh $@\n\noverride_dh_auto_build:\n\tdh_auto_build -- package\n"
+                   "\tdh_auto_build -- library\n")
+    assert parse(http_parser).build_args == ("package", "library")
+    assert "make: package library" in parse(http_parser).describe()
+    assert parse("override_dh_auto_build:\n\tdh_auto_build -- REBUILD_TABLES=1\n").build_args == ("REBUILD_TABLES=1",)
+    for unclear in (
+        # bzip2: make variables in the same call; libtommath: an option and a path crossbuild cannot place
+        "override_dh_auto_build-arch:\n\tdh_auto_build -- libbz2.a bzip2 bzip2recover \\\n"
+        "\t  $(foreach v,CC CFLAGS CPPFLAGS LDFLAGS,'$(v)=$($(v))')\n",
+        "override_dh_auto_build-arch:\n\tdh_auto_build --buildsystem=makefile -- -f makefile.shared "
+        "LIBTOOL=$(CURDIR)/debian/libtool/libtool\n",
+        "override_dh_auto_build-indep:\n\tdh_auto_build -- apidoc\n",  # documentation only
+        "ifeq ($(DEB_HOST_ARCH),amd64)\noverride_dh_auto_build:\n\tdh_auto_build -- fast\nendif\n",
+    ):
+        assert parse(unclear).build_args == (), unclear
+    # a toolchain variable is crossbuild's to set: the goal stays, Debian's compiler does not
+    assert parse("override_dh_auto_build:\n\tdh_auto_build -- CC=gcc-12 all\n").build_args == ("all",)

@@ -247,3 +247,21 @@ def test_real_windres_resource_linked_into_exe(make_toolchain, tmp_path):
     pe = pefile.PE(str(tmp_path / "app.exe"))
     assert pe.FILE_HEADER.Machine == 0x8664
     assert hasattr(pe, "DIRECTORY_ENTRY_RESOURCE")
+
+
+def test_pie_compiles_position_independent_and_links_executables_as_pie():
+    def plan(args, **kw):
+        return rewrite_cc(args, driver="cc", zig="zig", zig_target="aarch64-linux-musl", arch="aarch64",
+                          binary_format=kw.pop("fmt", "elf"), bindir="/b", exists=lambda p: False, pie=True, **kw)
+    compile_ = plan(["-O2", "-c", "a.c", "-o", "a.o"]).commands[0]
+    assert "-fPIE" in compile_ and "-pie" not in compile_
+    assert "-fPIE" not in plan(["-fPIC", "-c", "a.c", "-o", "a.o"]).commands[0]  # PIC already is
+    assert "-pie" in plan(["a.o", "-o", "prog", "-L.", "-ll"]).commands[0]
+    assert "-pie" not in plan(["-shared", "a.o", "-o", "libx.so"]).commands[0]
+    assert "-pie" not in plan(["-r", "a.o", "b.o", "-o", "ab.o"]).commands[0]
+    one_step = plan(["main.c", "-no-pie", "-o", "prog"])
+    assert "-no-pie" not in one_step.commands[0] and {"-fPIE", "-pie"} <= set(one_step.commands[0])
+    assert "dropped -no-pie (CROSSBUILD_PIE)" in one_step.notes
+    assert "-pie" not in plan(["main.c", "-o", "prog.exe"], fmt="pe").commands[0]  # Windows programs: no
+    assert "-pie" not in rewrite_cc(["a.o", "-o", "prog"], driver="cc", zig="zig", zig_target="aarch64-linux-musl",
+                                    arch="aarch64", binary_format="elf", bindir="/b").commands[0]  # off by default

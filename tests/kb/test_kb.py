@@ -108,3 +108,30 @@ def test_the_dependency_named_is_the_one_the_error_is_about_not_an_optional_one_
     only_status = "-- Could NOT find Nettle (missing: Nettle_LIBRARY Nettle_INCLUDE_DIR)\n"
     [match] = [m for m in KB.search(only_status) if m.entry.id == "cmake-package-not-found"]
     assert [a.name for a in match.actions()] == ["Nettle"]
+
+
+def test_a_package_already_shown_gives_way_to_the_next_one_the_log_names():
+    """libgit2 (Debian 12), real output: GSSAPI was shown and tried; the same log also lacks PCRE and ZLIB, and the
+    error itself is a bundled folder Debian removed. What was shown is not shown again; what comes next is."""
+    log = ("-- Could NOT find GSSAPI (missing: GSSAPI_LIBRARIES GSSAPI_INCLUDE_DIR)\n"
+           "-- Could NOT find PCRE (missing: PCRE_LIBRARY PCRE_INCLUDE_DIR) \n"
+           "-- Looking for regcomp_l - not found\n"
+           "CMake Error at cmake/SelectRegex.cmake:46 (add_subdirectory):\n  add_subdirectory given source\n"
+           '  "/work/eval/w/libgit2-aarch64-linux-musl-r1/ws/src/deps/pcre"\n  which is not an existing directory.\n'
+           "-- Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR) \n"
+           "CMake Error at cmake/SelectZlib.cmake:30 (add_subdirectory):\n  add_subdirectory given source\n"
+           '  "/work/eval/w/libgit2-aarch64-linux-musl-r1/ws/src/deps/zlib"\n  which is not an existing directory.\n'
+           "-- Configuring incomplete, errors occurred!\n")
+    shown: set[tuple[str, str]] = set()
+
+    def seen(m):
+        return (m.entry.id, m.groups) in shown
+
+    names = []
+    for _ in range(4):
+        found = {m.entry.id: m for m in KB.search(log, seen=seen)}
+        bundled, package = found.get("bundled-dependency-removed"), found.get("cmake-package-not-found")
+        names.append((bundled and bundled.groups[0], package and package.groups[0]))
+        shown |= {(m.entry.id, m.groups) for m in found.values()}
+    assert names == [("pcre", "GSSAPI"), ("zlib", "PCRE"), (None, "ZLIB"), (None, None)]
+    assert [a.kind for a in KB.search(log)[0].actions()] == ["dependency", "system_option"]

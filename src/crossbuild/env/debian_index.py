@@ -91,6 +91,8 @@ def _wanted_files(name: str) -> list[list[tuple[str, int]]]:
            (f"usr/lib/{TRIPLET}/cmake/*/{n.lower()}-config.cmake", 3),
            (f"usr/lib/cmake/*/{n}Config.cmake", 3), (f"usr/share/cmake/*/{n}Config.cmake", 3),
            (f"usr/lib/{TRIPLET}/lib{lib.lower()}.so", 2), (f"usr/lib/{TRIPLET}/lib{lib}.so", 2)]
+    if "-" in lib:  # a folder or project name (deps/http-parser) whose library is named with _: libhttp_parser.so
+        own.append((f"usr/lib/{TRIPLET}/lib{lib.lower().replace('-', '_')}.so", 2))
     found = _find_module_names(n)  # reads CMake's Find module once for both lists
     module = [(f"usr/include/{h}", 3) for headers, _ in found for h in headers]
     module += [(f"usr/lib/{TRIPLET}/lib{x}.so", 2) for _, libraries in found for x in libraries]

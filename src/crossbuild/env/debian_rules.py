@@ -49,6 +49,9 @@ class DebianRules:
     # `export NAME = value` in the branch a cross build takes (sqlite3: CROSS_BUILDING=yes, so its Makefile builds
     # lemon for the build machine), literal values only, never a toolchain variable
     cross_env: tuple[tuple[str, str], ...] = ()
+    # after `dh_auto_build --`: make goals and NAME=value variables (http-parser: `package library`; re2:
+    # REBUILD_TABLES=1), only from calls whose arguments are all plain goals or literal variables
+    build_args: tuple[str, ...] = ()
 
     @property
     def system(self) -> str | None:
@@ -69,6 +72,8 @@ class DebianRules:
             said.append(f"{len(self.dropped_args)} arguments left out (make variables or host paths)")
         if self.cross_env:
             said.append("when cross-building: " + " ".join(f"{k}={v}" for k, v in self.cross_env))
+        if self.build_args:
+            said.append(f"make: {shlex.join(self.build_args)}")
         return "; ".join(said)
 
 
@@ -104,6 +109,7 @@ def parse(text: str) -> DebianRules:
     found: dict[str, str] = {}
     autoreconf: bool | None = None
     configure: tuple[list[str], list[str]] | None = None
+    build: list[str] = []
     depth, target = 0, ""
     for line in lines:
         if _CONDITIONAL_OPEN.match(line):
@@ -131,10 +137,13 @@ def parse(text: str) -> DebianRules:
                 found[key] = value
         if m.group(1) == "dh_auto_configure" and configure is None and depth == 0 and rest is not None:
             configure = _literal(rest)
+        if m.group(1) == "dh_auto_build" and depth == 0 and rest:
+            build += _goals_and_variables(rest)
     kept, dropped = configure or ([], [])
     return DebianRules(buildsystem=found.get("buildsystem"), sourcedir=found.get("sourcedir"),
                        builddir=found.get("builddir"), autoreconf=autoreconf, configure_args=tuple(kept),
-                       dropped_args=tuple(dropped), cross_env=_cross_exports(lines))
+                       dropped_args=tuple(dropped), cross_env=_cross_exports(lines),
+                       build_args=tuple(dict.fromkeys(build)))
 
 
 def _cross_exports(lines: list[str]) -> tuple[tuple[str, str], ...]:
@@ -255,6 +264,25 @@ def _options(words: list[str]):
         elif word[:2] in ("-B", "-D", "-S") and len(word) > 2 and not word.startswith("--"):
             yield _FOLDER_OPTIONS[word[:2]], word[2:]
         i += 1
+
+
+def _goals_and_variables(words: list[str]) -> list[str]:
+    """A dh_auto_build call's make arguments when every one is a plain goal or a literal NAME=value that is not a
+    toolchain variable (crossbuild sets those); nothing when any is an option (`-f makefile.shared`) or made of
+    make variables, since then the call means what crossbuild cannot see."""
+    out = []
+    for word in words:
+        m = _ASSIGNMENT.match(word)
+        if word.startswith("-") or "$" in word or _CURDIR in word or "/" in word:
+            return []
+        if m and m.group(2) == "=":
+            if not _TOOLCHAIN_VARIABLES.match(m.group(1)):
+                out.append(word)
+        elif re.fullmatch(r"[\w.+-]+", word):
+            out.append(word)
+        else:
+            return []
+    return out
 
 
 def _literal(words: list[str]) -> tuple[list[str], list[str]]:

@@ -27,6 +27,9 @@ KNOWN_LINK_SUFFIXES = {".o", ".lo", ".obj", ".a", ".lib", ".so", ".dll", ".dylib
 _SHARED_VERSIONED = re.compile(r"\.so(\.\d+)+$")
 _OBJECT_MAGICS = (b"\x7fELF", b"!<arch>\n", b"!<thin>\n", b"\x64\x86", b"\x4c\x01", b"\x64\xaa")
 
+_POSITION_INDEPENDENT = {"-fPIC", "-fpic", "-fPIE", "-fpie"}
+_NOT_PIE = {"-no-pie", "-nopie", "-fno-PIE", "-fno-pie", "-fno-PIC", "-fno-pic"}
+
 # Options whose value is the next argument (so that argument is not an input file).
 _TAKES_VALUE = {
     "-o", "-I", "-D", "-U", "-L", "-l", "-include", "-imacros", "-isystem", "-idirafter", "-iquote", "-isysroot",
@@ -95,9 +98,13 @@ def _translate_march(value: str, arch: str) -> str | None:
 
 
 def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch: str, binary_format: str,
-               bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False) -> Plan:
+               bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False,
+               pie: bool = False) -> Plan:
     """Plan the zig call(s) for `zcc`/`zxx ARGS` (driver is "cc" or "c++"). no_werror ($CROSSBUILD_NO_WERROR=1):
-    the project's -Werror flags are dropped, whatever build file added them."""
+    the project's -Werror flags are dropped, whatever build file added them. pie ($CROSSBUILD_PIE=1): code is
+    compiled position-independent and executables are linked as PIE, as Debian's compilers do by default; a non-PIE
+    executable takes copy relocations of libc's data (optind, stdin), which zig's stub libc.so gives an alignment
+    lld then misplaces ("improper alignment for relocation", xz on aarch64)."""
     plan = Plan()
 
     # Queries some configure scripts and libtool make; answer them like a non-multilib gcc would.
@@ -155,6 +162,8 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
                 out.append("-Wl," + ",".join(kept))
         elif no_werror and (arg == "-Werror" or arg.startswith("-Werror=") or arg == "-pedantic-errors"):
             plan.notes.append(f"dropped {arg} (CROSSBUILD_NO_WERROR)")
+        elif pie and binary_format == "elf" and arg in _NOT_PIE:
+            plan.notes.append(f"dropped {arg} (CROSSBUILD_PIE)")
         elif arg in ("-lgcc_s", "-lgcc", "-stats"):
             plan.notes.append(f"dropped {arg}")  # zig links its own compiler-rt and unwinder
         elif driver == "c++" and shared and nostdlib and _is_libtool_postdep(arg):
@@ -181,6 +190,11 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
 
     base = [zig, driver, "-target", zig_target, "-Wno-error=date-time"]
     tail: list[str] = ["-Wno-error"] if no_werror else []
+    if pie and binary_format == "elf":
+        if sources and not any(a in _POSITION_INDEPENDENT for a in args):
+            tail.append("-fPIE")
+        if link and not shared and "-r" not in args and "-pie" not in args and (sources or out):
+            tail.append("-pie")
     if link and binary_format == "elf" and (sources or out):
         # lld defaults to --no-undefined-version, which breaks version scripts naming absent symbols
         # (zlib's configure then silently drops its shared library).
@@ -293,7 +307,8 @@ def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str
     if tool in ("cc", "c++"):
         return rewrite_cc(args, driver=tool, zig=zig, zig_target=zig_target, arch=arch,
                           binary_format=binary_format, bindir=bindir,
-                          no_werror=os.environ.get("CROSSBUILD_NO_WERROR") == "1")
+                          no_werror=os.environ.get("CROSSBUILD_NO_WERROR") == "1",
+                          pie=os.environ.get("CROSSBUILD_PIE") == "1")
     if tool in ("ar", "ranlib", "objcopy", "dlltool"):
         return Plan(commands=[[zig, tool, *args]])
     if tool == "ld":

@@ -7,6 +7,7 @@ import re
 import sqlite3
 import threading
 import tomllib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -17,16 +18,17 @@ from pydantic import BaseModel, Field, model_validator
 ENTRIES_PACKAGE = "crossbuild.kb"
 ENTRIES_FILE = "entries.toml"
 # Below this a BM25-only match is noise. Chosen with `crossbuild kb eval` (FTS5 scores with the column weights
-# below): 12 keeps false attachments on non-matching build output at 1/25 while paraphrases still find their entry.
-MIN_BM25_SCORE = 12.0
+# below): at 12.5 no negative of the labelled set gets an entry while every paraphrase and unseen query keeps its
+# ranks (12.0 let a make-check segfault reach 12.1 once a 52nd entry shifted the word weights).
+MIN_BM25_SCORE = 12.5
 
 
 ActionKind = Literal["cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env", "disable_option",
                      "switch_system", "use_glibc", "patch", "dependency", "clean", "skip_test_goals",
-                     "skip_doc_goals", "update_config_scripts"]
+                     "skip_doc_goals", "update_config_scripts", "system_option"]
 _NEEDS = {"cmake_args": "args", "meson_args": "args", "configure_args": "args", "make_args": "args",
           "cache_vars": "args", "env": "args", "disable_option": "pattern", "switch_system": "system", "patch": "file",
-          "dependency": "name"}
+          "dependency": "name", "system_option": "name"}
 
 
 class Action(BaseModel):
@@ -40,7 +42,8 @@ class Action(BaseModel):
     file: str | None = None  # patch: glob relative to src/
     old: str | None = None  # patch: exact text
     new: str | None = None
-    name: str | None = None  # dependency: what the build asked for (ZLIB, zlib.h, libpng ...)
+    name: str | None = None  # dependency: what the build asked for (ZLIB, zlib.h, libpng ...); system_option: the
+    # dependency whose choice option (USE_HTTP_PARSER "either system or builtin") is set to the system copy
     when: str | None = None  # only for this build system
 
     @model_validator(mode="after")
@@ -127,16 +130,17 @@ def error_fingerprint(output: str) -> str | None:
     return None
 
 
-def _error_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    """The first match outside a configure step's status lines (`-- Could NOT find Nettle` is CMake reporting an
-    optional package; the error is further down), else the first match."""
-    first = None
+def _error_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """Every match, those outside a configure step's status lines first (`-- Could NOT find Nettle` is CMake
+    reporting an optional package; the error is further down)."""
+    status = []
     for m in pattern.finditer(text):
         line = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
-        if not line.lstrip().startswith("--"):
-            return m
-        first = first or m
-    return first
+        if line.lstrip().startswith("--"):
+            status.append(m)
+        else:
+            yield m
+    yield from status
 
 
 class KnowledgeBase:
@@ -159,23 +163,27 @@ class KnowledgeBase:
     def get(self, entry_id: str) -> Entry | None:
         return self.entries.get(entry_id)
 
-    def search(self, query: str, limit: int = 5, *, min_score: float | None = None) -> list[Match]:
+    def search(self, query: str, limit: int = 5, *, min_score: float | None = None,
+               seen: Callable[[Match], bool] | None = None) -> list[Match]:
         """Entries whose symptoms match QUERY (fingerprints first, ties broken by BM25), then the best BM25-only
-        matches above the threshold, so that nothing irrelevant is returned."""
+        matches above the threshold, so that nothing irrelevant is returned. A fingerprint match that SEEN says was
+        shown already gives way to the entry's next match with other captures (the next missing package)."""
         threshold = MIN_BM25_SCORE if min_score is None else min_score
         norm = normalise(query)
         bm25 = dict(self._bm25(norm, 64))
         found: dict[str, Match] = {}
+        recognised = False
         for e in self.entries.values():
-            for p in e.patterns:
-                m = _error_match(p, query) or _error_match(p, norm)
-                if m:
-                    groups = tuple(g or "" for g in m.groups())
-                    found[e.id] = Match(e, 100.0 + 100.0 * e.priority + bm25.get(e.id, 0.0), "fingerprint", groups)
+            score = 100.0 + 100.0 * e.priority + bm25.get(e.id, 0.0)
+            for m in (m for p in e.patterns for text in (query, norm) for m in _error_matches(p, text)):
+                recognised = True
+                match = Match(e, score, "fingerprint", tuple(g or "" for g in m.groups()))
+                if seen is None or not seen(match):
+                    found[e.id] = match
                     break
         # BM25 is the fallback: when a fingerprint recognised the failure, word overlap adds only noise; and
         # output that reports no failure gets nothing
-        use_bm25 = not found and bool(_FAILURE.search(query))
+        use_bm25 = not recognised and bool(_FAILURE.search(query))
         for entry_id, score in bm25.items():
             if use_bm25 and score >= threshold:
                 found[entry_id] = Match(self.entries[entry_id], score, "bm25")

@@ -42,6 +42,7 @@ class PlannerState:
     pending_deps: list[str] = field(default_factory=list)
     pending_switch: str | None = None
     pending_disable: list[str] = field(default_factory=list)  # option-name patterns waiting for build_status
+    pending_system: list[str] = field(default_factory=list)  # dependencies whose choice option should say "system"
     feature_of: dict[str, str] = field(default_factory=dict)  # disable pattern -> the dependency it replaces
     source_dir: str = "src"  # the project's root folder (build_status's source_dir)
     in_tree: bool = False  # an autotools build moved into the source folder (_build_in_tree)
@@ -49,7 +50,7 @@ class PlannerState:
     pending_goals: bool = False  # build make's default goal's prerequisites by name (asks build_status for them)
     make_goals: list[str] = field(default_factory=list)  # explicit goals for the build step's make
     clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
-    cleaning: bool = False
+    cleaning: str = ""  # the command running removes old outputs: "required", or "optional" (make clean may fail)
     env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     blocked_reason: str = ""
@@ -100,7 +101,7 @@ class Planner:
             return self._finish("blocked", s.blocked_reason + tried)
         if s.pending_deps:  # dependencies first: nothing configures without them
             return self._call("build_dependency", name=s.pending_deps.pop(0))
-        if s.pending_disable and s.phase == "steps":
+        if (s.pending_disable or s.pending_system) and s.phase == "steps":
             s.phase = "options"
             return self._call("build_status")
         if s.pending_goals and s.phase == "steps":
@@ -124,7 +125,7 @@ class Planner:
             step = s.recipe[s.step]
             if s.clean_first and step["phase"] == "configure" and s.system in ("cmake", "meson"):
                 s.clean_first = False
-                s.cleaning = True
+                s.cleaning = "required"
                 return self._call("run_command", command="rm -rf build")
             remake = ["mkdir", "-p", s.output_dir]
             if s.clean_first and step["phase"] in ("fix", "configure") and s.system == "autotools" \
@@ -132,9 +133,15 @@ class Planner:
                 # out of tree: a fresh folder, so nothing built with the old settings (a generator compiled for
                 # the target before CC_FOR_BUILD was set, sqlite3's lemon) is reused
                 s.clean_first = False
-                s.cleaning = True
+                s.cleaning = "required"
                 s.step = [r["argv"] for r in s.recipe].index(remake)
                 return self._call("run_command", command=f"rm -rf {shlex.quote(s.output_dir)}")
+            if s.clean_first and step["phase"] == "build" and step["argv"][:1] == ["make"]:
+                # in the source folder, nothing removed the objects compiled before the fix (a CROSSBUILD_PIE
+                # retry would link them again): make clean first, where the project has one
+                s.clean_first = False
+                s.cleaning = "optional"
+                return self._call("run_command", command="make clean", cwd=step["cwd"])
             return self._call("run_command", command=shlex.join(self._argv(step)), cwd=step["cwd"],
                               env={**s.env, **step.get("env", {})} or None, timeout=BUILD_TIMEOUT_S)
         return self._finish("blocked", "the planner lost track of its plan (unexpected state)")
@@ -196,6 +203,12 @@ class Planner:
             self.state.extra[key] += args
         if off:
             self.state.notes.append(f"from debian/rules: {' '.join(a for args in off.values() for a in args)}")
+        build = rules.get("build_args") or []
+        if build and self.state.system in ("make", "configure", "autotools"):
+            goals = [w for w in build if "=" not in w]
+            self.state.make_goals += goals
+            self.state.extra["make_args"] += [w for w in build if "=" in w]
+            self.state.notes.append(f"from debian/rules: make {' '.join(build)}")
         cross = {name: value for name, value in rules.get("cross_env") or []}
         if cross:
             self.state.env.update(cross)
@@ -216,6 +229,10 @@ class Planner:
     def _on_options(self, data: dict[str, Any], result: Message) -> None:
         s = self.state
         s.phase = "steps"
+        wanted, s.pending_system = s.pending_system, []
+        for name, option in _system_choices(wanted, data.get("choice_options") or {}).items():
+            s.extra["cmake_args"].append(f"-D{option}=system")
+            s.notes.append(f"uses the {name} built for the target: {option}=system")
         patterns, s.pending_disable = s.pending_disable, []
         switches = _off_switches(s.system or "", data)
         for pattern in patterns:
@@ -250,8 +267,8 @@ class Planner:
         s = self.state
         data = result.data
         if s.cleaning:
-            s.cleaning = False
-            if result.is_error:
+            required, s.cleaning = s.cleaning == "required", ""
+            if result.is_error and required:
                 s.phase = "blocked"
                 s.blocked_reason = f"could not remove the old build folder: {result.text.splitlines()[0][:200]}"
             return
@@ -351,6 +368,8 @@ class Planner:
                                             "new": action["new"]})
                 elif kind == "dependency" and "build_dependency" in self.tools:
                     s.pending_deps.append(action["name"])
+                elif kind == "system_option" and s.system == "cmake":
+                    s.pending_system.append(action["name"])
                 else:
                     continue
                 s.applied.add(key)
@@ -374,6 +393,19 @@ def _off_switches(system: str, status: dict[str, Any]) -> dict[str, str]:
     return {}
 
 
+def _system_choices(names: list[str], choices: dict[str, dict[str, str]]) -> dict[str, str]:
+    """For each dependency NAME, the project's choice option for it whose help offers "system" (http-parser ->
+    USE_HTTP_PARSER, "either system or builtin")."""
+    found = {}
+    for name in names:
+        key = re.sub(r"[^A-Z0-9]+", "_", name.upper().removeprefix("LIB")).strip("_")
+        for option, choice in choices.items():
+            if re.search(rf"(^|_){re.escape(key)}($|_)", option) and re.search(r"\bsystem\b", choice["help"], re.I):
+                found[name] = option
+                break
+    return found
+
+
 def feature_option_pattern(dependency: str) -> str | None:
     """Option names that switch off the feature needing DEPENDENCY, in the conventions projects use: LibLZMA ->
     LIBXML2_WITH_LZMA, ENABLE_LZMA, USE_LIBLZMA...; OpenSSL -> USE_OPENSSL; zstd.h -> WITH_ZSTD."""
@@ -390,7 +422,7 @@ def feature_option_pattern(dependency: str) -> str | None:
 
 def _describe(action: dict[str, Any]) -> str:
     kind = action["kind"]
-    if kind.endswith("_args") or kind == "cache_vars":
+    if kind.endswith("_args") or kind in ("cache_vars", "env"):
         return f"{kind} {' '.join(action.get('args', []))}"
     if kind == "dependency":
         return f"cross-build dependency {action['name']} into the prefix"

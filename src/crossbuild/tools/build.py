@@ -90,9 +90,12 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         recipe = [{"argv": list(s.argv), "cwd": s.cwd, "phase": s.phase, "env": dict(s.env)}
                   for s in recipes.steps_for(system, tc, source=source, jobs=ctx.jobs,
                                              install_prefix=ctx.install_prefix, destdir=ctx.destdir)]
-    options = project_options(ctx.root)
+    options, choices = project_options(ctx.root), choice_options(ctx.root)
     if options:
         lines.append(f"project options (CMake cache): {', '.join(f'{k}={v}' for k, v in options.items())[:1500]}")
+    if choices:
+        lines.append("project choices (CMake cache): " + "; ".join(
+            f"{k}={c['value']!r} ({c['help'][:80]})" for k, c in choices.items())[:1500])
     goals = make_goals(ctx.root, source) if system in ("make", "configure") else None
     switches = configure_options(ctx.root, source) if system in ("autotools", "configure") else {}
     if switches:
@@ -100,7 +103,8 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
     if goals:
         lines.append(f"make's default goal `{goals['default']}` builds: {' '.join(goals['prerequisites'])[:600]}")
     return ToolResult(ok=True, message="\n".join(lines),
-                      data={"options": options, "configure_options": switches, "make_goals": goals,
+                      data={"options": options, "choice_options": choices, "configure_options": switches,
+                            "make_goals": goals,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
                             "commands": len(ctx.commands), "config_scripts": config_scripts(ctx.root, source),
@@ -144,15 +148,32 @@ def make_goals(root: Path, source: str = "src") -> dict[str, Any] | None:
 
 def project_options(root: Path, build: str = "build") -> dict[str, str]:
     """The project's own on/off options from a configured CMake cache (not CMake's own CMAKE_* ones)."""
+    return {name: value for name, (kind, value, _) in _cmake_cache(root, build).items() if kind == "BOOL"}
+
+
+def choice_options(root: Path, build: str = "build") -> dict[str, dict[str, str]]:
+    """The project's options that take a word rather than ON/OFF (libgit2's USE_HTTP_PARSER, "either system or
+    builtin"), with the help text that names the choices."""
+    return {name: {"value": value, "help": help_} for name, (kind, value, help_) in _cmake_cache(root, build).items()
+            if kind == "STRING" and help_ and not name.endswith(("_DIR", "_LIBRARY", "_INCLUDE_DIR"))}
+
+
+def _cmake_cache(root: Path, build: str) -> dict[str, tuple[str, str, str]]:
+    """NAME -> (type, value, help) of the project's entries in a CMake cache (the `//` lines above an entry are
+    its help)."""
     try:  # written by the build: no link followed, bounded
         text = safefs.read_text(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20)
     except OSError:
         return {}
-    out = {}
+    out, help_ = {}, []
     for line in text.splitlines():
-        m = re.match(r"^([A-Za-z][A-Za-z0-9_]*):BOOL=(.*)$", line)
+        if line.startswith("//"):
+            help_.append(line[2:].strip())
+            continue
+        m = re.match(r"^([A-Za-z][A-Za-z0-9_]*):(BOOL|STRING)=(.*)$", line)
         if m and not m.group(1).startswith(("CMAKE_", "FETCHCONTENT_")):
-            out[m.group(1)] = m.group(2)
+            out[m.group(1)] = (m.group(2), m.group(3), " ".join(help_)[:300])
+        help_ = []
     return out
 
 

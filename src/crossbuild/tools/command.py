@@ -69,7 +69,7 @@ class AuthorizedCommand:
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-ENV_OVERRIDABLE = frozenset({"CROSSBUILD_NO_WERROR"})
+ENV_OVERRIDABLE = frozenset({"CROSSBUILD_NO_WERROR", "CROSSBUILD_PIE"})
 ENV_REFUSED = frozenset({"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "PYTHONPATH",
                          "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "GCONV_PATH", "MAKESHELL", "CONFIG_SHELL"})
 
@@ -252,7 +252,8 @@ def _attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None
     entry and workspace session, for every face alike (agent loop, MCP). A dependency fix names the call."""
     if ctx.kb is None:
         return message, hint
-    chosen = [m for m in ctx.kb.search(text, limit=4) if _attach_key(m) not in ctx.kb_attached][:KB_PER_RESULT]
+    chosen = [m for m in ctx.kb.search(text, limit=4, seen=lambda m: _attach_key(m) in ctx.kb_attached)
+              if _attach_key(m) not in ctx.kb_attached][:KB_PER_RESULT]
     if not chosen:
         return message, hint
     ctx.kb_attached += [_attach_key(m) for m in chosen]
