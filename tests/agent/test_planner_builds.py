@@ -359,3 +359,15 @@ def test_an_executable_whose_libc_data_copies_lld_misaligns_is_built_as_pie(tmp_
     assert prog["kind"] == "executable" and prog["linkage"] == "dynamic"
     assert [(s["path"], s["passed"]) for s in out["verify"]["smoke_runs"]] == [("test_getopt", True)]
     assert out["verify"]["rebuild"]["ok"]  # the clean rebuild replays the command with the variable
+
+
+@pytest.mark.slow
+def test_a_plain_makefile_is_built_with_the_goals_debian_rules_names_and_installed(tmp_path):
+    """http-parser's default goal runs its tests; debian/rules builds `package` and `library` instead. A plain
+    Makefile's install (PREFIX or prefix, DESTDIR for a dependency) puts the library where a dependent finds it."""
+    r, out = _build(tmp_path, "debian:http-parser", "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "from debian/rules: make package library" in out["message"]
+    installed = tmp_path / "ws" / "install"
+    assert (installed / "include" / "http_parser.h").is_file() and (installed / "lib" / "libhttp_parser.a").is_file()
+    assert out["verify"]["rebuild"]["ok"]

@@ -174,8 +174,11 @@ def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int
         ]
     if system == "make":
         cc = toolchain.env.vars
-        return [BuildStep(("make", f"-j{jobs}", f"CC={cc['CC']}", f"CXX={cc['CXX']}", f"AR={cc['AR']}",
-                           f"RANLIB={cc['RANLIB']}"), cwd=source)]
+        tools = (f"CC={cc['CC']}", f"CXX={cc['CXX']}", f"AR={cc['AR']}", f"RANLIB={cc['RANLIB']}")
+        # a plain Makefile names its prefix PREFIX or prefix (and may rebuild while installing, with the tools)
+        return [BuildStep(("make", f"-j{jobs}", *tools), cwd=source),
+                BuildStep(("make", "install", f"PREFIX={stage}", f"prefix={stage}", *tools), cwd=source,
+                          phase="install")]
     raise NoBuildSystemError(f"unknown build system {system!r}; choose one of {', '.join(BUILD_SYSTEMS)}")
 
 

@@ -280,6 +280,11 @@ class Planner:
             s.notes.append(f"skipped `{shlex.join(step['argv'])}` (test programs failed to build)")
             s.step += 1
             return
+        if step["phase"] == "install" and s.system == "make":  # a plain Makefile's install is its own invention
+            s.notes.append(f"`{shlex.join(step['argv'][:2])}` failed ({result.text.splitlines()[0][:120]}); the "
+                           "build is judged where it was built")
+            s.step += 1
+            return
         if self._apply_fixes(data.get("kb") or []):
             s.attempts += 1
             if s.attempts > self.max_attempts:
