@@ -50,6 +50,7 @@ class PlannerState:
     pending_goals: bool = False  # build make's default goal's prerequisites by name (asks build_status for them)
     make_goals: list[str] = field(default_factory=list)  # explicit goals for the build step's make
     clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
+    make_clean: bool = False  # a fix asked for a clean build: an in-tree make restart runs `make clean` first
     cleaning: str = ""  # the command running removes old outputs: "required", or "optional" (make clean may fail)
     env: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -136,10 +137,11 @@ class Planner:
                 s.cleaning = "required"
                 s.step = [r["argv"] for r in s.recipe].index(remake)
                 return self._call("run_command", command=f"rm -rf {shlex.quote(s.output_dir)}")
-            if s.clean_first and step["phase"] == "build" and step["argv"][:1] == ["make"]:
-                # in the source folder, nothing removed the objects compiled before the fix (a CROSSBUILD_PIE
-                # retry would link them again): make clean first, where the project has one
-                s.clean_first = False
+            if s.make_clean and step["phase"] == "build" and step["argv"][:1] == ["make"]:
+                # in the source folder nothing removes the objects compiled before a fix that changes how they
+                # compile (CROSSBUILD_PIE): make clean first, where the project has one. Only then: a clean target
+                # can be broken (giflib's leaves a link its next `ln -s` trips on)
+                s.make_clean = False
                 s.cleaning = "optional"
                 return self._call("run_command", command="make clean", cwd=step["cwd"])
             return self._call("run_command", command=shlex.join(self._argv(step)), cwd=step["cwd"],
@@ -354,8 +356,8 @@ class Planner:
                     s.extra["configure_args"] += action.get("args", [])
                 elif kind == "env":
                     s.env.update(dict(a.split("=", 1) for a in action.get("args", []) if "=" in a))
-                elif kind == "clean" and s.system in ("cmake", "meson"):
-                    pass  # every restart after a fix starts from a removed build folder
+                elif kind == "clean":  # cmake, meson, autotools out of tree: every restart starts from a new folder
+                    s.make_clean = s.system in ("make", "configure") or s.in_tree
                 elif kind == "disable_option" and s.system in ("cmake", "meson", "autotools", "configure"):
                     s.pending_disable.append(action["pattern"])
                 elif kind in ("skip_test_goals", "skip_doc_goals") and s.system in ("make", "configure"):
