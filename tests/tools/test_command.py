@@ -45,6 +45,27 @@ def test_a_10mb_log_costs_at_most_the_budget_and_is_fully_on_disk(ctx, call):
     assert r.data["log_lines"] >= 200_001
 
 
+def test_a_make_that_ignores_the_errors_of_its_objects_is_a_failed_step_with_its_knowledge(ctx, call):
+    """lua5.4's Debian patch compiles through $(LIBTOOL), which only debian/rules sets: every object's recipe fails
+    (Error 127) and is ignored, make exits 0 and nothing is built."""
+    (ctx.root / "src" / "Makefile").write_text(
+        "all: clean-old lib.o\nclean-old:\n\t-rm-that-is-missing old.o\n"
+        "lib.o: lib.c\n\t-$(LIBTOOL) --mode=compile --tag=CC $(CC) -c lib.c -o lib.o\n")
+    (ctx.root / "src" / "lib.c").write_text("int f(void){return 1;}\n")
+    r = call("run_command", {"command": "make", "cwd": "src"})
+    assert r.data["exit_code"] == 0 and not r.ok and r.error_type == "command_failed"
+    assert r.message.startswith("[exit=0, but make ignored the errors of 1 object files") and "lib.o" in r.message
+    assert [k["id"] for k in r.data["kb"]] == ["libtool-variable-unset"]
+    assert call("build_status", {}).message.count("[ignored_errors] make") == 1
+    # with LIBTOOL set the object is built, and only that step is what a clean rebuild replays
+    from crossbuild.tools.build import replay_steps
+    (ctx.root / "src" / "Makefile").write_text(
+        "all: clean-old lib.o\nclean-old:\n\t-rm-that-is-missing old.o\nlib.o: lib.c\n\t$(CC) -c lib.c -o lib.o\n")
+    ok = call("run_command", {"command": "make", "cwd": "src"})
+    assert ok.ok and (ctx.root / "src" / "lib.o").is_file()  # an ignored failure outside an object's recipe
+    assert [s.argv for s in replay_steps(ctx)] == [("make",)]
+
+
 def test_timeout_is_reported_and_the_tree_killed(ctx, call):
     _script(ctx, "slow.sh", "echo started\nsleep 30\n")
     r = call("run_command", {"command": "./slow.sh", "cwd": "src", "timeout": 1})

@@ -26,7 +26,7 @@ from crossbuild.tools.context import RunContext
 def replay_steps(ctx: RunContext) -> list[BuildStep]:
     """The successful commands of this run that changed something, in order: what a clean rebuild replays."""
     return [BuildStep(tuple(c.argv), c.cwd, env=tuple(sorted(c.env.items()))) for c in ctx.commands
-            if c.exit_code == 0 and Path(c.argv[0]).name not in INSPECTION_TOOLS]
+            if c.exit_code == 0 and not c.stopped and Path(c.argv[0]).name not in INSPECTION_TOOLS]
 
 
 class BuildStatusArgs(ToolArgs):

@@ -205,9 +205,14 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
                           limits=limits,
                           cancel=ctx.cancel)
     shown_log = paths.display(ctx, log.resolve())
+    ignored = _ignored_objects(log) if res.ok else []
+    stopped = res.stopped or ("ignored_errors" if ignored else None)  # not a success: no clean rebuild replays it
     ctx.record(CommandRecord(argv=auth.argv, cwd=paths.display(ctx, auth.cwd), exit_code=res.returncode,
-                             stopped=res.stopped, log=shown_log, duration_s=res.duration_s, env=auth.env))
-    if res.stopped == "timeout":
+                             stopped=stopped, log=shown_log, duration_s=res.duration_s, env=auth.env))
+    if ignored:
+        status = (f"[exit=0, but make ignored the errors of {len(ignored)} object files, which were not built: "
+                  f"{ignored[0]}]")
+    elif res.stopped == "timeout":
         status = f"[timed out after {args.timeout}s]"
     elif res.stopped == "cancelled":
         status = "[cancelled]"
@@ -221,7 +226,7 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     data = {"exit_code": res.returncode, "stopped": res.stopped, "log": shown_log, "log_lines": lines,
             "argv": auth.argv, "env": auth.env, "cwd": paths.display(ctx, auth.cwd),
             "duration_s": round(res.duration_s, 3), "sandbox": res.backend}
-    if res.ok:
+    if res.ok and not ignored:
         return ToolResult(ok=True, message=message, data=data)
     error_type = {"timeout": ErrorType.TIMEOUT, "cancelled": ErrorType.CANCELLED}.get(res.stopped or "",
                                                                                    ErrorType.COMMAND_FAILED)
@@ -235,6 +240,20 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
         message, hint = _attach_knowledge(ctx, "\n".join(lines), message, hint, data)
     return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data,
                       fingerprint=error_fingerprint("\n".join(whole[-FINGERPRINT_LINES:]) or message))
+
+
+# make's line for a recipe whose command was not found (Error 127) and whose failure it was told to ignore
+# (`-cmd`, `make -i`), when the target is an object file: the compiler never ran, the step "succeeded" and built
+# nothing (lua5.4's Debian patch compiles through $(LIBTOOL), which only debian/rules sets). A `-ldconfig` or
+# `-rm` that fails names no object file and stays a success.
+_IGNORED_OBJECT = re.compile(r"^make(?:\[\d+\])?: \[[^\]\n]*?:\d+: ([^\]\n]+\.(?:o|lo|obj))\] Error 127 \(ignored\)",
+                             re.MULTILINE)
+
+
+def _ignored_objects(log: Path) -> list[str]:
+    """The object files whose failed recipes make ignored, from the end of the log."""
+    whole, _ = _log_end(log)
+    return list(dict.fromkeys(m.group(1) for m in _IGNORED_OBJECT.finditer("\n".join(whole))))
 
 
 def _log_end(log: Path) -> tuple[list[str], list[str]]:
