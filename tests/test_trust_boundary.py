@@ -137,15 +137,22 @@ echo "EVIL_RAN caches shared=$shared"
 """
 
 
+def _poisoned(shared: Path) -> list[str]:
+    """What the attack would have left in the shared cache: a planted file, or TROJAN appended to an output. (Not
+    a before/after snapshot: the suite's other workers warm and use the same cache while this test runs.)"""
+    planted = [p for p in (shared / "o" / "planted", shared / "h" / "planted.txt") if p.exists()]
+    return [str(p) for p in planted] + regular_files_containing(shared, b"TROJAN")
+
+
 def test_a_build_cannot_poison_the_shared_zig_cache_or_the_prefix(tmp_path, host_dir):
     zigcache.warm(parse_target(TARGET), languages=("c", "c++"))  # what every build starts from
     shared = host.zig_cache_dir()
-    before = tree_state(shared)
+    assert _poisoned(shared) == []
     out, ws = build(tmp_path, malicious_example(tmp_path, POISON_CACHES, host_dir))
     logs = logs_of(ws)
     assert f"EVIL_RAN caches shared={shared}" in logs  # it found the shared cache through the layer's links
-    after = tree_state(shared)
-    assert after == before, sorted(set(after.items()) ^ set(before.items()))[:5]
+    assert "POISONED" not in logs  # not one append went through
+    assert _poisoned(shared) == []
     assert tree_state(tmp_path / "prefix") == {}
     assert out["status"] == "verified", out.get("message")
 
@@ -153,7 +160,7 @@ def test_a_build_cannot_poison_the_shared_zig_cache_or_the_prefix(tmp_path, host
     second = tmp_path / "second"
     second.mkdir()
     out2, _ = build(second, EXAMPLE)
-    assert out2["status"] == "verified" and tree_state(shared) == before
+    assert out2["status"] == "verified" and _poisoned(shared) == []
 
 
 SWAP_SCRATCH = """cmake_minimum_required(VERSION 3.16)
