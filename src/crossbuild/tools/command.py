@@ -210,8 +210,8 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     ctx.record(CommandRecord(argv=auth.argv, cwd=paths.display(ctx, auth.cwd), exit_code=res.returncode,
                              stopped=stopped, log=shown_log, duration_s=res.duration_s, env=auth.env))
     if ignored:
-        status = (f"[exit=0, but make ignored the errors of {len(ignored)} object files, which were not built: "
-                  f"{ignored[0]}]")
+        status = (f"[exit=0, but make ignored a missing command in the recipes of {len(ignored)} object "
+                  f"file{'s' if len(ignored) > 1 else ''}: {ignored[0]}]")
     elif res.stopped == "timeout":
         status = f"[timed out after {args.timeout}s]"
     elif res.stopped == "cancelled":
@@ -226,6 +226,8 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     data = {"exit_code": res.returncode, "stopped": res.stopped, "log": shown_log, "log_lines": lines,
             "argv": auth.argv, "env": auth.env, "cwd": paths.display(ctx, auth.cwd),
             "duration_s": round(res.duration_s, 3), "sandbox": res.backend}
+    if ignored:
+        data["ignored_objects"] = ignored[:20]
     if res.ok and not ignored:
         return ToolResult(ok=True, message=message, data=data)
     error_type = {"timeout": ErrorType.TIMEOUT, "cancelled": ErrorType.CANCELLED}.get(res.stopped or "",
