@@ -205,7 +205,8 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
                           limits=limits,
                           cancel=ctx.cancel)
     shown_log = paths.display(ctx, log.resolve())
-    ignored = _ignored_objects(log) if res.ok else []
+    whole, tail = _log_end(log)  # read once: the ignored-errors check and the knowledge match both use it
+    ignored = _ignored_objects(whole) if res.ok else []
     stopped = res.stopped or ("ignored_errors" if ignored else None)  # not a success: no clean rebuild replays it
     ctx.record(CommandRecord(argv=auth.argv, cwd=paths.display(ctx, auth.cwd), exit_code=res.returncode,
                              stopped=stopped, log=shown_log, duration_s=res.duration_s, env=auth.env))
@@ -237,9 +238,8 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
             "raise timeout (at most 3600) or build less at once" if error_type == ErrorType.TIMEOUT else None)
     if Path(auth.argv[0]).name in INSPECTION_TOOLS:  # a failed grep or ls is an answer, not a build failure
         return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
-    whole, lines = _log_end(log)
     if error_type == ErrorType.COMMAND_FAILED:
-        message, hint = _attach_knowledge(ctx, "\n".join(lines), message, hint, data)
+        message, hint = _attach_knowledge(ctx, "\n".join(tail), message, hint, data)
     return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data,
                       fingerprint=error_fingerprint("\n".join(whole[-FINGERPRINT_LINES:]) or message))
 
@@ -252,10 +252,9 @@ _IGNORED_OBJECT = re.compile(r"^make(?:\[\d+\])?: \[[^\]\n]*?:\d+: ([^\]\n]+\.(?
                              re.MULTILINE)
 
 
-def _ignored_objects(log: Path) -> list[str]:
-    """The object files whose failed recipes make ignored, from the end of the log."""
-    whole, _ = _log_end(log)
-    return list(dict.fromkeys(m.group(1) for m in _IGNORED_OBJECT.finditer("\n".join(whole))))
+def _ignored_objects(lines: list[str]) -> list[str]:
+    """The object files whose failed recipes make ignored, from the end of the log (its LINES)."""
+    return list(dict.fromkeys(m.group(1) for m in _IGNORED_OBJECT.finditer("\n".join(lines))))
 
 
 def _log_end(log: Path) -> tuple[list[str], list[str]]:
