@@ -381,3 +381,44 @@ def test_a_plain_makefile_is_built_with_the_goals_debian_rules_names_and_install
     installed = tmp_path / "ws" / "install"
     assert (installed / "include" / "http_parser.h").is_file() and (installed / "lib" / "libhttp_parser.a").is_file()
     assert out["verify"]["rebuild"]["ok"]
+
+
+CHECKS_WHO_OWNS_ROOT = r"""
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int lib(void);
+int main(void) {
+    struct stat st;
+    FILE *f;
+    /* libgit2's util_tests: a path owned by root is not the current user's (it runs as an ordinary user) */
+    if (stat("/", &st) != 0 || st.st_uid == geteuid()) { puts("/ is owned by the user running the tests"); return 1; }
+    if (geteuid() == 0) { puts("running as root"); return 1; }
+    if (!(f = fopen("written-by-test", "w"))) { puts("cannot write the build folder"); return 1; }
+    fclose(f);
+    return lib() == 1 ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="only a root crossbuild changes who runs the tests")
+def test_test_programs_run_as_an_ordinary_user_when_crossbuild_runs_as_root(tmp_path):
+    """sbuild builds as an ordinary user for this reason: suites assert that `/` is not theirs (libgit2) or that a
+    file they made unreadable cannot be read. The dynamic program runs through qemu -L, which answers stat("/")
+    with the loader's folder."""
+    project = tmp_path / "owner"
+    project.mkdir()
+    (project / "main.c").write_text(CHECKS_WHO_OWNS_ROOT)
+    (project / "lib.c").write_text("int lib(void){return 1;}\n")
+    (project / "Makefile").write_text(
+        "all: libl.so test_owner\nlibl.so: lib.c\n\t$(CC) -fPIC -shared -o $@ lib.c\n"
+        "test_owner: main.c libl.so\n\t$(CC) -o $@ main.c -L. -ll\nclean:\n\trm -f libl.so test_owner\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    prog = next(a for a in out["verify"]["artifacts"] if a["path"] == "test_owner")
+    assert prog["linkage"] == "dynamic"
+    assert [(s["path"], s["passed"]) for s in out["verify"]["smoke_runs"]] == [("test_owner", True)]
+    assert out["status"] == "verified"
+    made = next((tmp_path / "ws").rglob("written-by-test")).stat()
+    assert made.st_uid == 0  # on the host, what the test wrote stays the invoking user's

@@ -135,3 +135,24 @@ def test_doctor_reports_sandbox_truthfully():
     from crossbuild.env.doctor import run_checks
     check = next(c for c in run_checks() if c.name == "sandbox")
     assert check.status == "ok" and check.detail.startswith("bubblewrap")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an unprivileged crossbuild runs test programs as itself")
+def test_test_programs_run_as_an_ordinary_user_on_a_system_they_do_not_own(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    loader_root = tmp_path / "loader"  # stands for qemu -L's folder, which answers a program's stat("/")
+    (loader_root / "lib").mkdir(parents=True)
+    box = sandbox.for_tree(ws).for_test_programs(loader_roots=[loader_root])
+    script = (f"id -u; stat -c %u / {loader_root}; ls {loader_root}; echo made > {ws}/by-test; "
+              "touch /planted 2>/dev/null || echo root-read-only")
+    res = box.run(["sh", "-c", script], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "run.log")
+    assert res.ok, (tmp_path / "run.log").read_text()
+    lines = (tmp_path / "run.log").read_text().splitlines()[2:]
+    assert lines == [str(sandbox.ORDINARY_UID), "65534", "65534", "lib", "root-read-only"]
+    written = (ws / "by-test").stat()  # on the host the file is the invoking user's, not uid 1000's
+    assert (written.st_uid, written.st_gid) == (0, 0)
+    assert not Path("/planted").exists()
+    # the build's own sandbox is unchanged: root inside, as before
+    res = sandbox.for_tree(ws).run(["id", "-u"], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "b.log")
+    assert res.ok and (tmp_path / "b.log").read_text().splitlines()[2:] == ["0"]

@@ -14,9 +14,11 @@ import resource
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +156,16 @@ class Sandbox:
     def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
         return list(argv)
 
+    @property
+    def label(self) -> str:
+        """The backend, and for test programs who runs them (logs show it)."""
+        return self.backend
+
+    def for_test_programs(self, loader_roots: Sequence[Path] = ()) -> Sandbox:
+        """The sandbox a project's test programs run in (LOADER_ROOTS: the folders qemu -L maps `/` to): this
+        one, or (see BubblewrapSandbox) a variant where they run as an ordinary user."""
+        return self
+
     def run_steps(self, steps: Sequence[tuple[Sequence[str], str | Path, Mapping[str, str]]], *, log_dir: Path,
                   stem: str, on_step: Callable[[int, Sequence[str]], None] | None = None
                   ) -> tuple[Sequence[str], RunResult] | None:
@@ -178,7 +190,7 @@ class Sandbox:
         cgroup = CgroupLimiter(limits)
         start = time.monotonic()
         with os.fdopen(log_fd, "wb") as log:
-            log.write(f"$ {' '.join(argv)}\n# cwd: {cwd}  sandbox: {self.backend}\n".encode())
+            log.write(f"$ {' '.join(argv)}\n# cwd: {cwd}  sandbox: {self.label}\n".encode())
             proc = subprocess.Popen(
                 self.wrap(argv, cwd), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
@@ -293,21 +305,54 @@ class UnisolatedSandbox(Sandbox):
     backend = "none"
 
 
+# Test programs run as this user when crossbuild runs as root (the sandbox maps it to host root, so the workspace
+# stays writable), on a `/` owned by nobody: a test suite then meets what sbuild or a developer's machine gives it.
+ORDINARY_UID = ORDINARY_GID = 1000
+_NOBODY = 65534
+_SYSTEM_TOPS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "opt")
+
+
 class BubblewrapSandbox(Sandbox):
     backend = "bubblewrap"
 
     def __init__(self, *, rw_paths: Sequence[str | Path], ro_paths: Sequence[str | Path] = (),
-                 bwrap: str | None = None):
+                 bwrap: str | None = None, ordinary_user: bool = False, loader_roots: Sequence[Path] = ()):
         super().__init__(rw_paths=rw_paths, ro_paths=ro_paths)
         self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+        self.ordinary_user = ordinary_user
+        self.loader_roots = [Path(p).resolve() for p in loader_roots]
+        self._holder: Path | None = None
+        self._covers: dict[Path, Path] = {}
+
+    @property
+    def label(self) -> str:
+        return f"bubblewrap, as uid {ORDINARY_UID} on a / owned by nobody" if self.ordinary_user else "bubblewrap"
+
+    def for_test_programs(self, loader_roots: Sequence[Path] = ()) -> Sandbox:
+        """As root, a variant where the programs run as an ordinary user (uid 1000) and `/` belongs to someone
+        else: suites check that (libgit2 asserts `/` is not its own) and permission tests fail as root. qemu -L
+        answers a program's `stat("/")` with the loader root, so each of LOADER_ROOTS looks the same. An
+        unprivileged crossbuild is an ordinary user already."""
+        if self.ordinary_user or os.geteuid() != 0:
+            return self
+        return BubblewrapSandbox(rw_paths=self.rw_paths, ro_paths=self.ro_paths, bwrap=self.bwrap,
+                                 ordinary_user=True, loader_roots=loader_roots)
 
     def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
         args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--hostname", "crossbuild", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for top in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "opt"):
+                "--hostname", "crossbuild"]
+        covers: list[tuple[Path, Path]] = []
+        if self.ordinary_user:
+            # a read-only `/` owned by nobody, which already holds every mount point and the system links
+            covers = [(self._cover(r), r) for r in self.loader_roots if r.is_dir()]  # a loader built since counts
+            args += ["--unshare-user", "--uid", str(ORDINARY_UID), "--gid", str(ORDINARY_GID),
+                     "--ro-bind", str(self._root_skeleton()), "/"]
+        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for top in _SYSTEM_TOPS:
             p = Path("/") / top
             if p.is_symlink():
-                args += ["--symlink", os.readlink(p), str(p)]
+                if not self.ordinary_user:
+                    args += ["--symlink", os.readlink(p), str(p)]
             elif p.is_dir():
                 args += ["--ro-bind", str(p), str(p)]
         for name in ETC_ALLOW:
@@ -320,8 +365,84 @@ class BubblewrapSandbox(Sandbox):
         for p in self.ro_paths:
             if p.exists():
                 args += ["--ro-bind", str(p), str(p)]
+        for cover, loader_root in covers:  # bind sources are host paths, so the children are found under a cover
+            args += ["--ro-bind", str(cover), str(loader_root)]
+            for child in sorted(loader_root.iterdir()):
+                if not child.is_symlink():
+                    args += ["--ro-bind", str(child), str(child)]
         args += ["--chdir", str(cwd), "--", *argv]
         return args
+
+    def _holder_dir(self) -> Path:
+        """The host folder for the skeleton and covers (made once per sandbox, removed with it): 0700, so host
+        users cannot reach what is inside."""
+        if self._holder is None:
+            self._holder = Path(tempfile.mkdtemp(prefix="crossbuild-root-"))
+            weakref.finalize(self, shutil.rmtree, self._holder, True)
+        return self._holder
+
+    def _root_skeleton(self) -> Path:
+        """The read-only `/`, owned by nobody: the mount point of every bind and the system's top-level links."""
+        root = self._holder_dir() / "root"
+        if root.exists():
+            return root
+        root.mkdir(mode=0o755)
+        points = [Path("/dev"), Path("/proc"), Path("/tmp"), *self.rw_paths, *self.ro_paths]
+        for top in _SYSTEM_TOPS:
+            p = Path("/") / top
+            if p.is_symlink():
+                _make_owned(root, p, link=os.readlink(p))
+            elif p.is_dir():
+                points.append(p)
+        for name in ETC_ALLOW:
+            p = Path("/etc") / name
+            if p.is_dir():
+                points.append(p)
+            elif p.exists():
+                _make_owned(root, p, file=True)
+        for p in points:
+            _make_owned(root, p)
+        _chown_nobody(root)  # `/` is not the test program's
+        return root
+
+    def _cover(self, loader_root: Path) -> Path:
+        """A folder owned by nobody laid over LOADER_ROOT, holding its children's mount points and links."""
+        if loader_root not in self._covers:
+            cover = self._holder_dir() / f"loader-{len(self._covers)}"
+            cover.mkdir(mode=0o755)
+            _chown_nobody(cover)
+            for child in loader_root.iterdir():
+                if child.is_symlink():
+                    _make_owned(cover, Path("/") / child.name, link=os.readlink(child))
+                else:
+                    _make_owned(cover, Path("/") / child.name, file=not child.is_dir())
+            self._covers[loader_root] = cover
+        return self._covers[loader_root]
+
+
+def _make_owned(root: Path, path: Path, *, file: bool = False, link: str | None = None) -> None:
+    """Create PATH (absolute) under ROOT with its parent folders: a folder, an empty file or a link, owned by
+    nobody."""
+    folder = root
+    for part in path.relative_to("/").parts[:-1]:
+        folder = folder / part
+        if not folder.exists():
+            folder.mkdir(mode=0o755)
+            _chown_nobody(folder)
+    inside = folder / path.name
+    if inside.exists() or inside.is_symlink():
+        return
+    if link is not None:
+        inside.symlink_to(link)
+    elif file:
+        inside.touch(mode=0o644)
+    else:
+        inside.mkdir(mode=0o755)
+    _chown_nobody(inside)
+
+
+def _chown_nobody(path: Path) -> None:
+    os.lchown(path, _NOBODY, _NOBODY)
 
 
 def for_toolchain(toolchain: Toolchain, backend: str = "auto") -> Sandbox:

@@ -19,7 +19,7 @@ from pathlib import Path
 from crossbuild.env import sandbox
 from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Limits, Sandbox
-from crossbuild.env.toolchain import Toolchain
+from crossbuild.env.toolchain import Toolchain, qemu_sysroot
 from crossbuild.env.workspace import PRISTINE
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
@@ -200,7 +200,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         report.reasons.append(f"{rel}: named like a binary but is not one")
 
     if run_tests:
-        box = box or _default_box(root, toolchain)
+        box = (box or _default_box(root, toolchain)).for_test_programs(loader_roots=_loader_roots(target))
         report.sandbox = box.backend
         if toolchain is not None:
             log_dir = Path(tempfile.mkdtemp(prefix="verify-", dir=toolchain.logs))
@@ -217,6 +217,11 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                 report.reasons.append(f"smoke run {run.path} failed under qemu ({run.why})")
     report.ok = not report.reasons
     return report
+
+
+def _loader_roots(target: Target) -> list[Path]:
+    root = qemu_sysroot(target)
+    return [root] if root is not None else []
 
 
 def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
