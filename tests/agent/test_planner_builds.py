@@ -422,3 +422,20 @@ def test_test_programs_run_as_an_ordinary_user_when_crossbuild_runs_as_root(tmp_
     assert out["status"] == "verified"
     made = next((tmp_path / "ws").rglob("written-by-test")).stat()
     assert made.st_uid == 0  # on the host, what the test wrote stays the invoking user's
+
+
+@pytest.mark.slow
+def test_a_test_program_that_fails_for_a_known_reason_ends_on_the_entry_that_names_it(tmp_path):
+    """google-glog's logging tests expect their operator new to run for `{ new int; }`, which clang removes: the
+    build is fine, the test fails, and the verdict says which knowledge-base entry explains it (it stays failed)."""
+    project = tmp_path / "death"
+    project.mkdir()
+    (project / "test_death.c").write_text(
+        '#include <stdio.h>\nint main(void){puts("Function didn\'t die (unexpected new): { new int; }");return 1;}\n')
+    (project / "Makefile").write_text("all: test_death\ntest_death: test_death.c\n\t$(CC) -o $@ test_death.c\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] != "verified"
+    assert "test-expects-unused-allocation-kept" in out["kb_attached"]
+    shown = sqlite3.connect(tmp_path / "runs.db").execute(
+        "SELECT message FROM tool_calls WHERE run_id=? AND name='finish' AND ok=0", (out["run_id"],)).fetchone()[0]
+    assert "NOT VERIFIED" in shown and "clang removed the unused allocation" in shown

@@ -27,6 +27,7 @@ from crossbuild.tools import Toolset, default_toolset
 from crossbuild.tools.base import ErrorType, ToolResult
 from crossbuild.tools.build import replay_steps
 from crossbuild.tools.context import RunContext
+from crossbuild.tools.knowledge import attach_knowledge
 from crossbuild.tools.schemas import openai_tools
 from crossbuild.trace.store import Trace, messages_hash, new_run_id
 
@@ -269,7 +270,7 @@ class Agent:
         stop = (self._finish(result) if call.name == FINISH.name and result.ok else None) or denied
         if result.internal:
             stop = Stop(StopReason.ERROR, f"internal error in tool {call.name}: {result.data.get('exception')}")
-        attached = result.data.get("kb") or []  # run_command attached them where the result was made
+        attached = result.data.get("kb") or []  # attached where the result was made (run_command, a verdict)
         self.kb_attached += [k["id"] for k in attached]
         verdict = self._watch_progress(call, result)
         if verdict and verdict.stuck:
@@ -333,9 +334,10 @@ class Agent:
         # not verified: the model gets the reasons (in place of "finish requested") and may continue
         result.ok = False
         result.error_type = ErrorType.COMMAND_FAILED
-        result.message = report.summary(out_dir)
-        result.hint = "fix these and call finish again, or finish(status='blocked') if you cannot"
         result.data["verify"] = {"ok": False, "reasons": report.reasons[:30]}
+        result.message, result.hint = attach_knowledge(
+            self.ctx, report.failed_output(), report.summary(out_dir),
+            "fix these and call finish again, or finish(status='blocked') if you cannot", result.data)
         return None
 
 def _parsed(raw: str) -> Any:

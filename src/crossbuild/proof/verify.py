@@ -117,6 +117,12 @@ class VerifyReport:
             said += " - proven: the architecture of every binary only"
         return said
 
+    def failed_output(self) -> str:
+        """What the failed test programs printed last, each with its verdict: the text the knowledge base is
+        searched with when the verdict is NOT VERIFIED for them."""
+        return "\n".join(f"smoke run {r.path}: {r.why or 'failed'}\n{r.output_tail}"
+                         for r in self.smoke_runs if r.failed)
+
     def summary(self, shown_root: str, limit: int = 15) -> str:
         """The verdict as a model or a log reads it: the counts, each smoke run's outcome, the clean rebuild, and
         the reasons (the CLI renders the same report as tables)."""

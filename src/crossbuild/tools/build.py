@@ -21,6 +21,7 @@ from crossbuild.tools import paths
 from crossbuild.tools.base import BadArguments, ErrorType, Tool, ToolArgs, ToolResult
 from crossbuild.tools.command import INSPECTION_TOOLS
 from crossbuild.tools.context import RunContext
+from crossbuild.tools.knowledge import attach_knowledge
 
 
 def replay_steps(ctx: RunContext) -> list[BuildStep]:
@@ -206,8 +207,8 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
             "rebuild": report.rebuild}
     if report.ok:
         return ToolResult(ok=True, message=text, data=data)
-    return ToolResult(ok=False, error_type=ErrorType.COMMAND_FAILED, message=text, data=data,
-                      hint=_verify_hint(report, args))
+    text, hint = attach_knowledge(ctx, report.failed_output(), text, _verify_hint(report, args), data)
+    return ToolResult(ok=False, error_type=ErrorType.COMMAND_FAILED, message=text, data=data, hint=hint)
 
 
 def _verify_hint(report: VerifyReport, args: VerifyArgs) -> str:

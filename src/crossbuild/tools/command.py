@@ -15,6 +15,7 @@ from crossbuild.kb.base import error_fingerprint
 from crossbuild.tools import paths
 from crossbuild.tools.base import BadArguments, ErrorType, NotFound, PermissionDenied, Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import CommandRecord, RunContext
+from crossbuild.tools.knowledge import attach_knowledge
 
 DEFAULT_TIMEOUT_S = 900
 MAX_TIMEOUT_S = 3600
@@ -32,7 +33,6 @@ BUILD_TOOLS = frozenset({
 # Commands that only look: no knowledge is attached to their failures, and a clean rebuild does not replay them.
 INSPECTION_TOOLS = frozenset({"file", "readelf", "nm", "objdump", "strings", "size", "ls", "cat", "head", "tail",
                               "grep", "find", "wc", "diff", "test", "true", "echo", "which", "pkg-config", "pkgconf"})
-KB_PER_RESULT = 2  # knowledge entries attached to one failed command (new ones only)
 KB_LOG_BYTES = 512 * 1024  # how much of a failed command's log (its end) is matched against the knowledge base
 FINGERPRINT_LINES = 400  # the first error line among a failed build's last lines is its fingerprint
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "env", "xargs", "nohup", "sudo", "su", "eval", "exec"})
@@ -239,7 +239,7 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     if Path(auth.argv[0]).name in INSPECTION_TOOLS:  # a failed grep or ls is an answer, not a build failure
         return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
     if error_type == ErrorType.COMMAND_FAILED:
-        message, hint = _attach_knowledge(ctx, "\n".join(tail), message, hint, data)
+        message, hint = attach_knowledge(ctx, "\n".join(tail), message, hint, data)
     return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data,
                       fingerprint=error_fingerprint("\n".join(whole[-FINGERPRINT_LINES:]) or message))
 
@@ -264,34 +264,6 @@ def _log_end(log: Path) -> tuple[list[str], list[str]]:
         f.seek(start)
         lines = f.read().decode(errors="replace").split("\n")
     return lines, lines[2:] if start == 0 else lines[1:]
-
-
-def _attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None,
-                      data: dict) -> tuple[str, str | None]:
-    """Knowledge-base entries matching the failed command's log (its end, not only the lines shown), once per
-    entry and workspace session, for every face alike (agent loop, MCP). A dependency fix names the call."""
-    if ctx.kb is None:
-        return message, hint
-    chosen = [m for m in ctx.kb.search(text, limit=4, seen=lambda m: _attach_key(m) in ctx.kb_attached)
-              if _attach_key(m) not in ctx.kb_attached][:KB_PER_RESULT]
-    if not chosen:
-        return message, hint
-    ctx.kb_attached += [_attach_key(m) for m in chosen]
-    data["kb"] = [{"id": m.entry.id, "title": m.entry.title, "score": m.score, "how": m.how,
-                   "actions": [a.model_dump(exclude_none=True) for a in m.actions()]} for m in chosen]
-    message += "\n\nKnowledge base (matched automatically; apply the fix):\n" + "\n".join(
-        m.entry.render() for m in chosen)
-    names = [a["name"] for k in data["kb"] for a in k["actions"] if a.get("kind") == "dependency" and a.get("name")]
-    if names:
-        hint = f'call build_dependency(name="{names[0]}") to cross-build it into the prefix, then configure again'
-    return message, hint
-
-
-def _attach_key(match) -> str:
-    """An entry is shown once per session for each thing it names: `cmake-package-not-found` for ZLIB after it was
-    shown for Nettle is news; the same entry for the same package again is not."""
-    actions = ",".join(sorted(a.model_dump_json(exclude_none=True) for a in match.actions()))
-    return f"{match.entry.id}|{actions}"
 
 
 def summarize_log(log: Path, *, skip_header: int = 0) -> tuple[str, int]:

@@ -7,6 +7,8 @@ from pydantic import Field
 from crossbuild.tools.base import Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import RunContext
 
+KB_PER_RESULT = 2  # knowledge entries attached to one failure (new ones only)
+
 
 class SearchKnowledgeArgs(ToolArgs):
     query: str = Field(min_length=3, max_length=4_000,
@@ -26,6 +28,35 @@ def _search(ctx: RunContext, args: SearchKnowledgeArgs, _: None) -> ToolResult:
     text = "\n\n".join(m.entry.render() for m in matches)
     return ToolResult(ok=True, message=text,
                       data={"matches": [{"id": m.entry.id, "score": round(m.score, 2), "how": m.how} for m in matches]})
+
+
+def attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None,
+                     data: dict) -> tuple[str, str | None]:
+    """Knowledge-base entries matching a failure's text (a failed command's log end; a verdict's failed test
+    programs), once per entry and workspace session, for every face alike (agent loop, MCP): added to MESSAGE and
+    DATA["kb"]. A dependency fix names the call."""
+    if ctx.kb is None or not text.strip():
+        return message, hint
+    chosen = [m for m in ctx.kb.search(text, limit=4, seen=lambda m: attach_key(m) in ctx.kb_attached)
+              if attach_key(m) not in ctx.kb_attached][:KB_PER_RESULT]
+    if not chosen:
+        return message, hint
+    ctx.kb_attached += [attach_key(m) for m in chosen]
+    data["kb"] = [{"id": m.entry.id, "title": m.entry.title, "score": m.score, "how": m.how,
+                   "actions": [a.model_dump(exclude_none=True) for a in m.actions()]} for m in chosen]
+    message += "\n\nKnowledge base (matched automatically; apply the fix):\n" + "\n".join(
+        m.entry.render() for m in chosen)
+    names = [a["name"] for k in data["kb"] for a in k["actions"] if a.get("kind") == "dependency" and a.get("name")]
+    if names:
+        hint = f'call build_dependency(name="{names[0]}") to cross-build it into the prefix, then configure again'
+    return message, hint
+
+
+def attach_key(match) -> str:
+    """An entry is shown once per session for each thing it names: `cmake-package-not-found` for ZLIB after it was
+    shown for Nettle is news; the same entry for the same package again is not."""
+    actions = ",".join(sorted(a.model_dump_json(exclude_none=True) for a in match.actions()))
+    return f"{match.entry.id}|{actions}"
 
 
 SEARCH_KNOWLEDGE = Tool(
