@@ -45,4 +45,9 @@ def test_a_library_a_debian_patch_removed_is_a_dependency_though_quilt_keeps_its
     old = tmp_path / "ws" / "src" / ".pc" / "use-external-fmt.patch" / "include" / "spdlog" / "fmt"
     old.mkdir(parents=True)
     (old / "fmt.h").write_text("/* bundled fmt, removed by the patch */\n")
+    # spdlog's own wrapper stays: a header in a folder named after fmt includes the real one
+    wrapper = tmp_path / "ws" / "src" / "include" / "spdlog" / "fmt"
+    wrapper.mkdir(parents=True)
+    (wrapper / "fmt.h").write_text("#include <fmt/core.h>\n")
     assert _own_target(tmp_path / "ws", "fmt") is None
+    assert _own_target(tmp_path / "ws", "spdlog/fmt/fmt.h") == "src/include/spdlog/fmt/fmt.h"

@@ -153,7 +153,7 @@ def _own_target(root: Path, name: str) -> str | None:
     for entry in safefs.walk_files(root / "src", prune=lambda rel: rel.count("/") > 4):
         if not stat.S_ISREG(entry.st.st_mode):
             continue
-        if any(entry.rel == h or entry.rel.endswith("/" + h) for h in headers) and not _VENDORED.search(entry.rel):
+        if any(_ships(entry.rel, h) for h in headers) and not _VENDORED.search(entry.rel):
             return f"src/{entry.rel}"
         if entry.name != "CMakeLists.txt" or "/" in bare or "." in bare:
             continue
@@ -165,6 +165,14 @@ def _own_target(root: Path, name: str) -> str | None:
         if target.search(text):
             return f"src/{entry.rel}"
     return None
+
+
+def _ships(rel: str, header: str) -> bool:
+    """Whether the file REL is HEADER as an #include names it. A header in a folder named after it (spdlog's
+    include/spdlog/fmt/fmt.h, a wrapper that includes the real fmt) belongs to that library, not to the project."""
+    if rel != header and not rel.endswith("/" + header):
+        return False
+    return "/" in header or Path(rel).parent.name.lower() != Path(header).stem.lower()
 
 
 def _consumer(pkg: deps.Package, prefix: Path) -> dict[str, str]:
