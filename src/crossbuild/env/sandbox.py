@@ -387,7 +387,8 @@ class BubblewrapSandbox(Sandbox):
         if root.exists():
             return root
         root.mkdir(mode=0o755)
-        points = [Path("/dev"), Path("/proc"), Path("/tmp"), *self.rw_paths, *self.ro_paths]
+        # loader roots too: one outside every bind (crossbuild verify DIR) still needs a place for its cover
+        points = [Path("/dev"), Path("/proc"), Path("/tmp"), *self.rw_paths, *self.ro_paths, *self.loader_roots]
         for top in _SYSTEM_TOPS:
             p = Path("/") / top
             if p.is_symlink():
