@@ -43,6 +43,13 @@ def loader_root(target: Target) -> tuple[Path | None, str | None]:
     return root, None
 
 
+def loader_roots(target: Target) -> list[Path]:
+    """The folders qemu -L maps `/` to for this target's programs (none for Windows): test programs' sandboxes
+    cover them (Sandbox.for_test_programs)."""
+    root = qemu_sysroot(target)
+    return [root] if root is not None else []
+
+
 def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str] = (),
                 args: list[str] = ()) -> tuple[list[str] | None, str | None]:
     """The command that runs EXE (with ARGS) on this machine, or why it cannot run here."""

@@ -19,13 +19,13 @@ from pathlib import Path
 from crossbuild.env import sandbox
 from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Limits, Sandbox
-from crossbuild.env.toolchain import Toolchain, qemu_sysroot
+from crossbuild.env.toolchain import Toolchain
 from crossbuild.env.workspace import PRISTINE
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
-from crossbuild.proof.target_run import loader_lacks, runner_argv
+from crossbuild.proof.target_run import loader_lacks, loader_roots, runner_argv
 from crossbuild.proof.triage import triage
 
 _BUILD_MACHINE = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "riscv64": "EM_RISCV"}  # platform -> ELF machine
@@ -206,7 +206,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         report.reasons.append(f"{rel}: named like a binary but is not one")
 
     if run_tests:
-        box = (box or _default_box(root, toolchain)).for_test_programs(loader_roots=_loader_roots(target))
+        box = (box or _default_box(root, toolchain)).for_test_programs(loader_roots=loader_roots(target))
         report.sandbox = box.backend
         if toolchain is not None:
             log_dir = Path(tempfile.mkdtemp(prefix="verify-", dir=toolchain.logs))
@@ -223,11 +223,6 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                 report.reasons.append(f"smoke run {run.path} failed under qemu ({run.why})")
     report.ok = not report.reasons
     return report
-
-
-def _loader_roots(target: Target) -> list[Path]:
-    root = qemu_sysroot(target)
-    return [root] if root is not None else []
 
 
 def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
