@@ -67,3 +67,27 @@ def test_a_source_being_downloaded_is_never_seen_half_there(tmp_path):
     assert proc.returncode == 0, proc.stderr.read()
     assert not half_there, half_there[:3]
     assert list(folder.glob("*.dsc")) and not folder.with_name(folder.name + ".part").exists()
+
+
+def test_the_source_lists_are_never_seen_empty_while_another_process_rewrites_them(tmp_path):
+    """Every source fetch rewrites the private source lists, and `apt-get source` reads them without the update
+    lock. Written in place, a second evaluation's fetch once read the file truncated and failed with "You must put
+    some 'deb-src' URIs in your sources.list"."""
+    cache = tmp_path / "cache"
+    (cache / "apt" / "state" / "lists").mkdir(parents=True)
+    (cache / "apt" / "state" / "lists" / "deb.debian.org_debian_dists_bookworm_main_source_Sources.lz4").touch()
+    (cache / "apt" / "state" / "updated").touch()  # a fresh day's update: each call only rewrites the lists
+    rewrite = "from crossbuild.env import workspace\nfor _ in range(3000): workspace.update_source_lists()"
+    env = {**os.environ, "CROSSBUILD_CACHE_DIR": str(cache)}
+    proc = subprocess.Popen([sys.executable, "-c", rewrite], env=env, stderr=subprocess.PIPE, text=True)
+    lists = cache / "apt" / "sources.d" / "crossbuild.sources"
+    reads, empty = 0, 0
+    while proc.poll() is None:
+        try:
+            text = lists.read_text()
+        except FileNotFoundError:  # before the first write
+            continue
+        reads += 1
+        empty += "deb-src" not in text
+    assert proc.returncode == 0, proc.stderr.read()
+    assert reads > 100 and empty == 0, (reads, empty)

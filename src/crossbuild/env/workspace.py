@@ -240,8 +240,10 @@ def _write_lists_and_update(stanzas: list[str]) -> None:
     (d / "sources.d").mkdir(parents=True, exist_ok=True)
     (d / "state" / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     (d / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
-    (d / "sources.list").write_text("")
-    (d / "sources.d" / "crossbuild.sources").write_text("\n\n".join(stanzas) + "\n")
+    # replaced whole, never truncated: another crossbuild's `apt-get source` may be reading these lists right
+    # now without the update lock, and an empty file there reads as "no deb-src URIs"
+    safefs.write_atomic(d, "sources.list", b"")
+    safefs.write_atomic(d, "sources.d/crossbuild.sources", ("\n\n".join(stanzas) + "\n").encode())
     stamp = d / "state" / "updated"
     if stamp.exists() and time.time() - stamp.stat().st_mtime < 24 * 3600 and source_lists():
         return
