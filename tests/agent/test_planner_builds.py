@@ -439,3 +439,35 @@ def test_a_test_program_that_fails_for_a_known_reason_ends_on_the_entry_that_nam
     shown = sqlite3.connect(tmp_path / "runs.db").execute(
         "SELECT message FROM tool_calls WHERE run_id=? AND name='finish' AND ok=0", (out["run_id"],)).fetchone()[0]
     assert "NOT VERIFIED" in shown and "clang removed the unused allocation" in shown
+
+
+RESOURCE_PROJECT = """cmake_minimum_required(VERSION 3.16)
+project(verinfo C)
+add_library(verinfo SHARED verinfo.c)
+if(MINGW)
+  # as zlib does: the DLL's version resource compiled by hand, from a file a repacked source may lack
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/verinforc.obj
+                     COMMAND ${CMAKE_RC_COMPILER} -I ${CMAKE_CURRENT_SOURCE_DIR} -o verinforc.obj
+                             -i ${CMAKE_CURRENT_SOURCE_DIR}/win32/verinfo.rc)
+  target_sources(verinfo PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/verinforc.obj)
+endif()
+install(TARGETS verinfo)
+"""
+
+
+@pytest.mark.slow
+def test_a_dll_whose_resource_script_the_source_lacks_is_built_without_it_and_said(tmp_path):
+    """Debian's zlib has no win32/ (its repack removed it), yet zlib's CMake build compiles win32/zlib1.rc for
+    MinGW: libgit2, libpng and the rest could not get zlib for Windows. The resource is only version information."""
+    project = tmp_path / "verinfo"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(RESOURCE_PROJECT)
+    (project / "verinfo.c").write_text("int verinfo(void){return 1;}\n")
+    r, out = _build(tmp_path, str(project), "x86_64-windows-gnu")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified"
+    assert "empty stand-in for the missing verinfo.rc" in out["message"]
+    assert (tmp_path / "ws" / "src" / "win32" / "verinfo.rc").is_file()
+    assert not (project / "win32").exists()  # the user's own tree is untouched
+    dll = next(a for a in out["verify"]["artifacts"] if a["path"].endswith(".dll"))
+    assert dll["machine"] == "IMAGE_FILE_MACHINE_AMD64"

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from crossbuild import kb
 from crossbuild.env import dependency_cache as deps
-from crossbuild.kb.base import Action, Entry, KnowledgeBase, fingerprint
+from crossbuild.kb.base import Action, Entry, KnowledgeBase, error_fingerprint, fingerprint
 from crossbuild.kb.evaluation import evaluate, load_queries
 
 KB = kb.load()
@@ -65,6 +65,17 @@ def test_fingerprints_ignore_paths_numbers_and_names():
     a = fingerprint("/home/a/src/x.c:12:5: error: unknown type name 'off64_t'")
     b = fingerprint("/w/b/src/x.c:99:1: error: unknown type name 'loff_t'")
     assert a == b
+
+
+def test_a_configure_error_is_fingerprinted_by_its_error_not_by_a_check_that_came_before_it():
+    """libgit2 for Windows ended `stuck` after four configures, each failing on a different missing dependency,
+    because each one's fingerprint was the check line `-- Looking for futimens - not found` they all printed."""
+    def configure(error: str) -> str:
+        return (f"-- Looking for futimens\n-- Looking for futimens - not found\nCMake Error at cmake/Select{error}"
+                f".cmake:7 (add_subdirectory):\n  add_subdirectory given source\n-- Configuring incomplete")
+    assert error_fingerprint(configure("WinHTTP")) != error_fingerprint(configure("Zlib"))
+    assert error_fingerprint(configure("Zlib")).startswith("CMake Error at")
+    assert error_fingerprint("-- Looking for futimens - not found").startswith("-- Looking for")  # nothing else
 
 
 @pytest.mark.parametrize(("asked", "source"), [

@@ -24,6 +24,7 @@ _CXX = "#include <iostream>\n#include <string>\nint main(){std::string s(\"warm\
 # What real builds ask for first: debug (CMake/Meson defaults) and optimised (autotools' -O2, Release) programs
 # and shared libraries; anything else a project needs is built in its own layer.
 _VARIANTS = (("exe", ("-O0", "-g")), ("exe", ("-O2",)), ("shared", ("-O0", "-g")), ("shared", ("-O2",)))
+_WARM_RECIPE = 2  # raised whenever warm builds more, so that caches warmed before are completed once
 _LAYER_COPIED = ("h", "b")  # manifests and build files zig opens for writing; `o/` holds the outputs
 
 
@@ -37,7 +38,8 @@ def stamp(shared: Path, target: Target, language: str, zig: Path) -> Path:
     (a fresh venv, as every CI checkout makes) zig regenerates some entries — mingw's DLL import libraries write
     their new file in place, through the layer's link into the read-only shared cache. Warming again on the host
     brings the shared manifests up to date first."""
-    return shared / "crossbuild-warm" / f"{target.zig_target}-{language}-zig{host.zig_version()}-{_install_id(zig)}"
+    name = f"{target.zig_target}-{language}-zig{host.zig_version()}-{_install_id(zig)}-r{_WARM_RECIPE}"
+    return shared / "crossbuild-warm" / name
 
 
 def _install_id(zig: Path) -> str:
@@ -103,6 +105,14 @@ def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
             if r.returncode != 0:
                 raise WarmError(f"zig could not build {lang} runtime libraries for {target.zig_target} "
                                 f"({kind} {' '.join(flags)}): {r.stderr.strip()[-400:]}")
+        if target.is_windows and lang == "c":
+            # `zig rc` (what the windres wrapper runs) compiles its resource compiler on first use: ~2.5 min that
+            # every workspace's layer and every clean rebuild paid again for each DLL with a version resource
+            (Path(tmp) / "warm.rc").write_text('1 VERSIONINFO\nFILEVERSION 1,0,0,0\nBEGIN\nEND\n')
+            r = subprocess.run([str(zig), "rc", "/fo", str(Path(tmp) / "warm.res"), "--", str(Path(tmp) / "warm.rc")],
+                               cwd=tmp, env=env, capture_output=True, text=True, timeout=1800)
+            if r.returncode != 0:
+                raise WarmError(f"zig could not build its resource compiler: {r.stderr.strip()[-400:]}")
 
 
 def make_layer(shared: Path, anchor: Path, rel: str) -> Path:

@@ -26,10 +26,10 @@ MIN_BM25_SCORE = 13.0
 
 ActionKind = Literal["cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env", "disable_option",
                      "switch_system", "use_glibc", "patch", "dependency", "clean", "skip_test_goals",
-                     "skip_doc_goals", "update_config_scripts", "system_option"]
+                     "skip_doc_goals", "update_config_scripts", "system_option", "stub_file"]
 _NEEDS = {"cmake_args": "args", "meson_args": "args", "configure_args": "args", "make_args": "args",
           "cache_vars": "args", "env": "args", "disable_option": "pattern", "switch_system": "system", "patch": "file",
-          "dependency": "name", "system_option": "name"}
+          "dependency": "name", "system_option": "name", "stub_file": "file"}
 
 
 class Action(BaseModel):
@@ -40,9 +40,9 @@ class Action(BaseModel):
     args: list[str] = Field(default_factory=list)  # *_args: extra arguments; cache_vars: NAME=value
     pattern: str | None = None  # disable_option: regex over option names (BUILD_TESTING, tests, examples, docs)
     system: str | None = None  # switch_system: cmake | meson | autotools | configure | make
-    file: str | None = None  # patch: glob relative to src/
+    file: str | None = None  # patch: glob relative to src/; stub_file: the missing file's path as the build printed it
     old: str | None = None  # patch: exact text
-    new: str | None = None
+    new: str | None = None  # patch: its replacement; stub_file: what the stand-in holds
     name: str | None = None  # dependency: what the build asked for (ZLIB, zlib.h, libpng ...); system_option: the
     # dependency whose choice option (USE_HTTP_PARSER "either system or builtin") is set to the system copy
     when: str | None = None  # only for this build system
@@ -54,6 +54,8 @@ class Action(BaseModel):
             raise ValueError(f"a {self.kind} action needs `{need}`")
         if self.kind == "patch" and (self.old is None or self.new is None):
             raise ValueError("a patch action needs `old` and `new`")
+        if self.kind == "stub_file" and self.new is None:
+            raise ValueError("a stub_file action needs `new` (what the stand-in holds)")
         return self
 
 
@@ -125,10 +127,11 @@ _ERROR_LINE = re.compile(r"\b(error|Error|ERROR|fatal)\b|undefined (reference|sy
 def error_fingerprint(output: str) -> str | None:
     """The first error-looking line of a failed command's output, reduced to its shape: the same failure coming
     back across configure/build cycles has the same fingerprint."""
-    for line in output.splitlines():
-        if _ERROR_LINE.search(line) and not line.startswith("[full log"):
-            return fingerprint(line.strip())[:200]
-    return None
+    lines = [line for line in output.splitlines() if _ERROR_LINE.search(line) and not line.startswith("[full log")]
+    # a configure step's status lines (`-- Looking for futimens - not found`) report checks, not the failure: they
+    # come back unchanged on every configure while the real error changes
+    errors = [line for line in lines if not line.lstrip().startswith("--")] or lines
+    return fingerprint(errors[0].strip())[:200] if errors else None
 
 
 def _error_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:

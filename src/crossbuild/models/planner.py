@@ -115,6 +115,8 @@ class Planner:
             return self._call("build_status", system=system)
         if s.pending_edits:
             e = s.pending_edits.pop(0)
+            if "content" in e:  # a stand-in for a file the source lacks
+                return self._call("write_file", path=e["path"], content=e["content"])
             return self._call("edit_file", path=e["path"], edits=[{"old": e["old"], "new": e["new"]}])
         if s.phase == "steps":
             if s.step >= len(s.recipe):
@@ -174,7 +176,7 @@ class Planner:
             reasons = result.data.get("verify", {}).get("reasons") or [result.text[:500]]
             s.phase = "blocked"
             s.blocked_reason = "the build finished but was not verified: " + "; ".join(reasons[:5])
-        elif result.name in ("build_dependency", "edit_file") and result.is_error:
+        elif result.name in ("build_dependency", "edit_file", "write_file") and result.is_error:
             s.notes.append(f"{result.name} failed: {result.text.splitlines()[0][:200]}")
             if result.name == "build_dependency" and result.data.get("own_files") and self._build_in_tree():
                 return
@@ -373,6 +375,8 @@ class Planner:
                 elif kind == "patch":
                     s.pending_edits.append({"path": f"src/{action['file']}", "old": action["old"],
                                             "new": action["new"]})
+                elif kind == "stub_file":  # the path as the build printed it: write_file keeps it in the workspace
+                    s.pending_edits.append({"path": action["file"], "content": action["new"]})
                 elif kind == "dependency" and "build_dependency" in self.tools:
                     s.pending_deps.append(action["name"])
                 elif kind == "system_option" and s.system == "cmake":
@@ -433,6 +437,8 @@ def _describe(action: dict[str, Any]) -> str:
         return f"{kind} {' '.join(action.get('args', []))}"
     if kind == "dependency":
         return f"cross-build dependency {action['name']} into the prefix"
+    if kind == "stub_file":
+        return f"an empty stand-in for the missing {Path(action['file']).name} (built without what it held)"
     if kind == "patch":
         return f"patch src/{action['file']}"
     return kind
