@@ -471,3 +471,42 @@ def test_a_dll_whose_resource_script_the_source_lacks_is_built_without_it_and_sa
     assert not (project / "win32").exists()  # the user's own tree is untouched
     dll = next(a for a in out["verify"]["artifacts"] if a["path"].endswith(".dll"))
     assert dll["machine"] == "IMAGE_FILE_MACHINE_AMD64"
+
+
+DLLIMPORT_HEADER = """#if defined(_WIN32) && !defined(DLI_STATIC)
+# ifdef DLI_EXPORTS
+#  define DLI_API __declspec(dllexport)
+# else
+#  define DLI_API __declspec(dllimport)
+# endif
+#else
+# define DLI_API
+#endif
+DLI_API int dli(void);
+"""
+
+
+@pytest.mark.slow
+def test_a_libtool_library_for_windows_is_a_dll_its_programs_can_import_from(tmp_path):
+    """libtool builds a DLL only when `$LD --help` names auto-import; without it every libtool library for Windows
+    was static, and libconfig's tests, which declare its functions dllimport as its users do, could not link."""
+    project = tmp_path / "dli"
+    (project / "lib").mkdir(parents=True)
+    (project / "configure.ac").write_text("AC_INIT([dli], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\n"
+                                          "AM_PROG_AR\nLT_INIT([win32-dll])\n"
+                                          "AC_CONFIG_FILES([Makefile lib/Makefile])\nAC_OUTPUT\n")
+    (project / "Makefile.am").write_text("SUBDIRS = lib\n")
+    (project / "lib" / "Makefile.am").write_text(
+        "lib_LTLIBRARIES = libdli.la\nlibdli_la_SOURCES = dli.c\nlibdli_la_CPPFLAGS = -DDLI_EXPORTS\n"
+        "libdli_la_LDFLAGS = -no-undefined\ninclude_HEADERS = dli.h\n"
+        "bin_PROGRAMS = usedli\nusedli_SOURCES = usedli.c\nusedli_LDADD = libdli.la\n")
+    (project / "lib" / "dli.h").write_text(DLLIMPORT_HEADER)
+    (project / "lib" / "dli.c").write_text('#include "dli.h"\nint dli(void){return 42;}\n')
+    (project / "lib" / "usedli.c").write_text('#include "dli.h"\nint main(void){return dli() == 42 ? 0 : 1;}\n')
+    r, out = _build(tmp_path, str(project), "x86_64-windows-gnu")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified"
+    kinds = {a["path"].rsplit("/", 1)[-1]: a["kind"] for a in out["verify"]["artifacts"]}
+    assert any(name.startswith("libdli") and name.endswith(".dll") and kind == "shared_library"
+               for name, kind in kinds.items()), kinds
+    assert any(name == "usedli.exe" for name in kinds), kinds

@@ -98,6 +98,8 @@ def test_windows_ld_answers_version_probe_and_refuses_links():
     assert plan_for("ld", ["-v"], **kw).commands == [["/z/zig", "ld.lld", "--version"]]
     refused = plan_for("ld", ["-o", "x.exe", "x.o"], **kw)
     assert not refused.commands and "link through $CC" in refused.error
+    # libtool's test for DLL support on MinGW: `$LD --help 2>&1 | $GREP 'auto-import'`
+    assert "auto-import" in " ".join(plan_for("ld", ["--help"], **kw).commands[0])
     assert plan_for("ld", ["-r", "a.o"], **{**kw, "binary_format": "elf", "zig_target": "x86_64-linux-musl"})\
         .commands == [["/z/zig", "ld.lld", "-r", "a.o"]]
 

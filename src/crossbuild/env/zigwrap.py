@@ -318,6 +318,12 @@ def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str
             # version probes as lld does, so libtool sees a GNU-compatible linker instead of assuming MSVC's `lib`.
             if kept in (["-v"], ["--version"], ["-V"]):
                 return Plan(commands=[[zig, "ld.lld", "--version"]])
+            if kept == ["--help"]:
+                # libtool builds DLLs only when `$LD --help` names auto-import (GNU ld and lld in MinGW mode do);
+                # libtool links them through $CC, whose lld does auto-import. Without it every libtool library
+                # for Windows was static only, and a test declaring dllimport could not link (libconfig)
+                return Plan(commands=[["/bin/echo", "zld: Windows links go through $CC (lld in MinGW mode), which "
+                                       "accepts --enable-auto-import and --out-implib"]])
             return Plan(error="zld: no GNU-style linker for Windows targets in zig 0.17; link through $CC instead")
         return Plan(commands=[[zig, "ld.lld", *kept]])
     if tool == "strip":
