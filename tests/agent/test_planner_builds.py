@@ -510,3 +510,39 @@ def test_a_libtool_library_for_windows_is_a_dll_its_programs_can_import_from(tmp
     assert any(name.startswith("libdli") and name.endswith(".dll") and kind == "shared_library"
                for name, kind in kinds.items()), kinds
     assert any(name == "usedli.exe" for name in kinds), kinds
+
+
+COUNTS_ITS_NEW = """#include <cstdio>
+#include <cstdlib>
+#include <new>
+static int calls;
+void* operator new(std::size_t n) { ++calls; void* p = std::malloc(n ? n : 1); if (!p) throw std::bad_alloc(); return p; }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+int main() {
+  { new int; }  // as google-glog's logging tests do: the replaced operator new must run
+  if (calls == 0) { std::puts("Function didn't die (unexpected new): { new int; }"); return 1; }
+  return 0;
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_fix_the_verdicts_knowledge_names_is_applied_and_the_project_built_again(tmp_path):
+    """clang removes `{ new int; }` at -O1 and up, gcc keeps it: a test that counts on its operator new fails
+    under the verifier although the build is fine. The verdict's knowledge entry names -fno-builtin; the planner
+    builds again with it and says so."""
+    project = tmp_path / "newcount"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(newcount CXX)\n"
+                                            "add_executable(test_newcount test_newcount.cc)\n")
+    (project / "test_newcount.cc").write_text(COUNTS_ITS_NEW)
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified"
+    assert "test-expects-unused-allocation-kept: cmake_args -DCMAKE_CXX_FLAGS=-fno-builtin" in out["message"]
+    assert "built again after the verdict" in out["message"]
+    assert [(s["path"], s["passed"]) for s in out["verify"]["smoke_runs"]] == [("test_newcount", True)]
+    finishes = sqlite3.connect(tmp_path / "runs.db").execute(
+        "SELECT ok FROM tool_calls WHERE run_id=? AND name='finish' ORDER BY id", (out["run_id"],)).fetchall()
+    assert [ok for (ok,) in finishes] == [0, 1]  # the first verdict failed: the fix is not taken blindly

@@ -174,6 +174,12 @@ class Planner:
                 handler(result.data, result)
         elif result.name == "finish" and result.is_error:
             reasons = result.data.get("verify", {}).get("reasons") or [result.text[:500]]
+            if self._apply_fixes(result.data.get("kb") or []) and s.attempts < self.max_attempts:
+                # the verdict's knowledge names a fix (a test's assumption about the compiler): build again with it
+                s.attempts += 1
+                s.phase, s.step, s.clean_first = "steps", _restart_index(s.recipe), True
+                s.notes.append("built again after the verdict: " + "; ".join(reasons[:2])[:300])
+                return
             s.phase = "blocked"
             s.blocked_reason = "the build finished but was not verified: " + "; ".join(reasons[:5])
         elif result.name in ("build_dependency", "edit_file", "write_file") and result.is_error:
