@@ -129,6 +129,10 @@ def test_windres_arguments():
     assert plan.commands == [["/z/zig", "rc", "/i", "inc", "/d", "X=1", "/fo", "app.o", "--", "app.rc"]]
     assert rewrite_windres(["--input=a.rc", "--output=a.o"], zig="/z/zig").commands[0][-4:] == \
         ["/fo", "a.o", "--", "a.rc"]
+    # GNU windres passes defines through a shell, so projects escape their quotes once more for it (libgit2)
+    escaped = rewrite_windres(["-DNAME=\\\"git2\\\"", "-D", "TWO=\\\"a b\\\"", "a.rc", "a.o"], zig="/z/zig")
+    assert escaped.commands[0][2:6] == ["/d", 'NAME="git2"', "/d", 'TWO="a b"']
+    assert rewrite_windres(["-DODD=\"x", "a.rc", "a.o"], zig="/z/zig").commands[0][3] == 'ODD="x'
     incomplete = rewrite_windres(["-O", "coff"], zig="/z/zig")
     assert not incomplete.commands and incomplete.error.startswith("windres: need exactly one input")
 
@@ -240,15 +244,20 @@ def test_real_strip_and_ld_r(aarch64, tmp_path):
 def test_real_windres_resource_linked_into_exe(make_toolchain, tmp_path):
     tc = make_toolchain("x86_64-windows-gnu")
     src(tmp_path, "app.rc", '1 VERSIONINFO\nFILEVERSION 1,2,3,4\nBEGIN\nBLOCK "StringFileInfo"\nBEGIN\n'
-        'BLOCK "040904b0"\nBEGIN\nVALUE "ProductName", "crossbuild test"\nEND\nEND\nEND\n')
+        'BLOCK "040904b0"\nBEGIN\nVALUE "ProductName", "crossbuild test"\nVALUE "InternalName", NAME ".dll\\0"\n'
+        'END\nEND\nEND\n')
     src(tmp_path, "main.c", "int main(void){return 0;}\n")
-    r = run_in(tc, ["windres", "-i", "app.rc", "-o", "app.o", "-O", "coff"], tmp_path)
+    # the define as libgit2's CMake build passes it, escaped once more for GNU windres' shell
+    r = run_in(tc, ["windres", "-DNAME=\\\"git2\\\"", "-i", "app.rc", "-o", "app.o", "-O", "coff"], tmp_path)
     assert r.returncode == 0, r.stderr
     r = run_in(tc, [str(tc.tool("zcc")), "main.c", "app.o", "-o", "app.exe"], tmp_path)
     assert r.returncode == 0, r.stderr
     pe = pefile.PE(str(tmp_path / "app.exe"))
     assert pe.FILE_HEADER.Machine == 0x8664
     assert hasattr(pe, "DIRECTORY_ENTRY_RESOURCE")
+    strings = {k: v for info in pe.FileInfo[0] if hasattr(info, "StringTable")
+               for table in info.StringTable for k, v in table.entries.items()}
+    assert strings[b"InternalName"].rstrip(b"\0") == b"git2.dll"
 
 
 def test_pie_compiles_position_independent_and_links_executables_as_pie():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -262,7 +263,7 @@ def rewrite_windres(args: list[str], *, zig: str) -> Plan:
             i += 2
             continue
         if a in ("-D", "--define") and nxt:
-            rc += ["/d", nxt]
+            rc += ["/d", _windres_define(nxt)]
             i += 2
             continue
         if a in ("-O", "--output-format", "-J", "--input-format", "-F", "--target", "-c", "--codepage") and nxt:
@@ -277,7 +278,7 @@ def rewrite_windres(args: list[str], *, zig: str) -> Plan:
                 elif prefix == "--output=":
                     output = value
                 else:
-                    rc += [opt, value]
+                    rc += [opt, _windres_define(value) if opt == "/d" else value]
                 break
         else:
             if a.startswith("-"):
@@ -292,6 +293,16 @@ def rewrite_windres(args: list[str], *, zig: str) -> Plan:
         return plan
     plan.commands.append([zig, "rc", *rc, "/fo", output, "--", inputs[0]])
     return plan
+
+
+def _windres_define(value: str) -> str:
+    """GNU windres hands its defines to the preprocessor through a shell, so projects escape their quotes once more
+    for it (libgit2: -DLIBGIT2_FILENAME=\\"git2\\"); zig rc takes them as they are and rejects the backslashes.
+    Undo that one level of shell quoting, as llvm-windres does."""
+    try:
+        return " ".join(shlex.split(value))
+    except ValueError:  # unbalanced quotes: not shell-escaped after all
+        return value
 
 
 def rewrite_strip(args: list[str], *, llvm_strip: str | None) -> Plan:
