@@ -174,7 +174,7 @@ class Planner:
                 handler(result.data, result)
         elif result.name == "finish" and result.is_error:
             reasons = result.data.get("verify", {}).get("reasons") or [result.text[:500]]
-            if self._apply_fixes(result.data.get("kb") or []) and s.attempts < self.max_attempts:
+            if s.attempts < self.max_attempts and self._apply_fixes(result.data.get("kb") or []):
                 # the verdict's knowledge names a fix (a test's assumption about the compiler): build again with it
                 s.attempts += 1
                 s.phase, s.step, s.clean_first = "steps", _restart_index(s.recipe), True
