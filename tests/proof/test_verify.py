@@ -48,6 +48,11 @@ def fixtures(tmp_path_factory):
     zcc(zig, "riscv64-linux-musl", ["-c", "lib.c", "-o", "lib-riscv.o"], d)
     zcc(zig, "arm-linux-musleabihf", ["-c", "lib.c", "-o", "lib-armhf.o"], d)
     zcc(zig, "arm-linux-musleabihf", ["main.c", "lib.c", "-o", "armprog"], d)
+    # assembly with no code for this machine, as zstd's huf_decompress_amd64.S is on ARM; and a real soft-float object
+    (d / "amd64only.S").write_text("#if defined(__x86_64__)\n.text\nf: ret\n#endif\n")
+    zcc(zig, "arm-linux-musleabihf", ["-c", "amd64only.S", "-o", "asm-armhf.o"], d)
+    zcc(zig, "arm-linux-musleabi", ["-c", "lib.c", "-o", "lib-armsoft.o"], d)
+    subprocess.run([zig, "ar", "rcs", "libarmhf.a", "lib-armhf.o", "asm-armhf.o"], cwd=d, check=True)
     zcc(zig, "x86_64-windows-gnu", ["main.c", "lib.c", "-o", "prog.exe"], d)
     zcc(zig, "x86_64-windows-gnu", ["-c", "lib.c", "-o", "lib-win.o"], d)
     zcc(zig, "aarch64-macos", ["-c", "lib.c", "-o", "lib-macos.o"], d)
@@ -267,6 +272,19 @@ def test_wrong_arch_and_float_abi(tmp_path, fixtures):
     soft = Artifact(path="x", format="elf", kind="executable", machine="EM_ARM", bits=32, endian="little",
                     os_abi="ELFOSABI_SYSV", float_abi="soft")
     assert check_artifact(soft, arm) == ["soft-float ABI, expected hard-float"]
+
+
+def test_an_assembled_object_that_declares_no_floating_point_is_not_a_soft_float_one(tmp_path, fixtures):
+    """LLVM's assembler marks what it assembles soft-float even for a hard-float target; such an object declares no
+    floating-point number model, and GNU ld links it with either convention. libzstd on arm was refused for it."""
+    arm = parse_target("arm-linux-musleabihf")
+    root = tree(tmp_path, fixtures, {"lib.o": "lib-armhf.o", "huf_decompress_amd64.o": "asm-armhf.o",
+                                     "libzstd.a": "libarmhf.a"})
+    report = verify(root, arm, run_tests=False)
+    assert report.ok, report.reasons
+    assert by_path(report)["huf_decompress_amd64.o"].get("float_abi") is None
+    soft = tree(tmp_path / "soft", fixtures, {"lib.o": "lib-armsoft.o"})
+    assert any("soft-float ABI, expected hard-float" in r for r in verify(soft, arm, run_tests=False).reasons)
 
 
 def test_glibc_version_ceiling():

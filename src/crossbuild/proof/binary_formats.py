@@ -14,6 +14,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_EI_OSABI
 from elftools.elf.gnuversions import GNUVerNeedSection
+from elftools.elf.sections import ARMAttributesSection
 
 MAX_ARCHIVE_BYTES = 2 << 30  # archives and PE files are read whole; a larger one is reported, not read
 PE_MACHINES = {0x8664: "IMAGE_FILE_MACHINE_AMD64", 0x14C: "IMAGE_FILE_MACHINE_I386",
@@ -85,6 +86,19 @@ def _arm_float_abi(e_flags: int, is_object: bool) -> str | None:
     return None
 
 
+def _declares_fp_use(elf: ELFFile) -> bool:
+    """Whether an ARM object's build attributes say it uses floating point (Tag_ABI_FP_number_model). LLVM's
+    assembler marks every object it assembles soft-float, even on a hard-float target (zstd's
+    huf_decompress_amd64.S, empty on ARM); such an object declares no number model, and GNU ld's attribute merge
+    lets it link with either calling convention. A compiled soft-float object declares one."""
+    sec = elf.get_section_by_name(".ARM.attributes")
+    if not isinstance(sec, ARMAttributesSection):
+        return True  # no attributes to go by: keep the header's word
+    return any(a.tag == "TAG_ABI_FP_NUMBER_MODEL" and a.value
+               for sub in sec.iter_subsections() for subsub in sub.iter_subsubsections()
+               for a in subsub.iter_attributes())
+
+
 def _describe_object_header(head: bytes, rel: str, size: int) -> Artifact | None:
     """An ET_REL file described from its 64-byte header alone (objects carry no segments, dynamic section or
     symbol versions); None for any other ELF type. pyelftools costs ~10 ms a file, most of a build tree's scan."""
@@ -121,6 +135,10 @@ def describe_elf(stream, rel: str) -> Artifact:
     size = _stream_size(stream) - start
     quick = _describe_object_header(stream.read(64), rel, size)
     if quick is not None:
+        if quick.float_abi == "soft":  # rare in a hard-float build: worth reading its build attributes
+            stream.seek(start)
+            if not _declares_fp_use(ELFFile(stream)):
+                quick.float_abi = None
         return quick
     stream.seek(start)
     elf = ELFFile(stream)
