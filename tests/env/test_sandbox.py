@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -156,3 +158,29 @@ def test_test_programs_run_as_an_ordinary_user_on_a_system_they_do_not_own(tmp_p
     # the build's own sandbox is unchanged: root inside, as before
     res = sandbox.for_tree(ws).run(["id", "-u"], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "b.log")
     assert res.ok and (tmp_path / "b.log").read_text().splitlines()[2:] == ["0"]
+
+
+@pytest.mark.skipif(not sandbox.exec_handlers_work(),
+                    reason="this kernel has no binfmt_misc per user namespace (Linux 6.7)")
+def test_a_handler_for_programs_test_programs_start_is_theirs_alone_and_beyond_their_reach(tmp_path):
+    """The registration qemu gets for a target's programs (here: files ending .xbtest, run by /bin/cat) holds in
+    the test sandbox, which cannot remove it or mount its own, and never on the host."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    prog = ws / "hello.xbtest"
+    prog.write_text("run by the handler\n")
+    prog.chmod(0o755)
+    box = sandbox.for_tree(ws).for_test_programs(exec_handler=":crossbuild-xbtest:E::xbtest::/bin/cat:F")
+    script = (f"{prog}; ls /proc/sys/fs/binfmt_misc; echo -1 > /proc/sys/fs/binfmt_misc/crossbuild-xbtest || "
+              f"echo cannot-remove; mkdir -p /tmp/m; mount -t binfmt_misc b /tmp/m 2>/dev/null || echo cannot-mount; "
+              f"{prog}")
+    res = box.run(["sh", "-c", script], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "run.log")
+    lines = (tmp_path / "run.log").read_text().splitlines()[2:]
+    assert res.ok and lines[0] == lines[-1] == "run by the handler", lines
+    assert "cannot-remove" in lines and "cannot-mount" in lines
+    # the host: no such handler, the file is not a program there
+    host = Path("/proc/sys/fs/binfmt_misc")
+    assert not (host / "crossbuild-xbtest").exists()
+    with pytest.raises(OSError) as e:
+        subprocess.run([str(prog)], capture_output=True)
+    assert e.value.errno == errno.ENOEXEC

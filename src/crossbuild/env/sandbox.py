@@ -9,6 +9,7 @@ probe, the bubblewrap arguments and the one process-tree runner belong together;
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import shutil
@@ -161,9 +162,10 @@ class Sandbox:
         """The backend, and for test programs who runs them (logs show it)."""
         return self.backend
 
-    def for_test_programs(self, loader_roots: Sequence[Path] = ()) -> Sandbox:
-        """The sandbox a project's test programs run in (LOADER_ROOTS: the folders qemu -L maps `/` to): this
-        one, or (see BubblewrapSandbox) a variant where they run as an ordinary user."""
+    def for_test_programs(self, loader_roots: Sequence[Path] = (), exec_handler: str | None = None) -> Sandbox:
+        """The sandbox a project's test programs run in (LOADER_ROOTS: the folders qemu -L maps `/` to;
+        EXEC_HANDLER: a binfmt_misc registration for the programs they start): this one, or (see
+        BubblewrapSandbox) a variant where they run as an ordinary user and can start target programs."""
         return self
 
     def run_steps(self, steps: Sequence[tuple[Sequence[str], str | Path, Mapping[str, str]]], *, log_dir: Path,
@@ -316,27 +318,36 @@ class BubblewrapSandbox(Sandbox):
     backend = "bubblewrap"
 
     def __init__(self, *, rw_paths: Sequence[str | Path], ro_paths: Sequence[str | Path] = (),
-                 bwrap: str | None = None, ordinary_user: bool = False, loader_roots: Sequence[Path] = ()):
+                 bwrap: str | None = None, ordinary_user: bool = False, loader_roots: Sequence[Path] = (),
+                 exec_handler: str | None = None):
         super().__init__(rw_paths=rw_paths, ro_paths=ro_paths)
         self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
         self.ordinary_user = ordinary_user
+        self.exec_handler = exec_handler
         self.loader_roots = [Path(p).resolve() for p in loader_roots]
         self._holder: Path | None = None
         self._covers: dict[Path, Path] = {}
 
     @property
     def label(self) -> str:
-        return f"bubblewrap, as uid {ORDINARY_UID} on a / owned by nobody" if self.ordinary_user else "bubblewrap"
+        label = f"bubblewrap, as uid {ORDINARY_UID} on a / owned by nobody" if self.ordinary_user else "bubblewrap"
+        return label + (", target programs it starts run under qemu" if self.exec_handler else "")
 
-    def for_test_programs(self, loader_roots: Sequence[Path] = ()) -> Sandbox:
+    def for_test_programs(self, loader_roots: Sequence[Path] = (), exec_handler: str | None = None) -> Sandbox:
         """As root, a variant where the programs run as an ordinary user (uid 1000) and `/` belongs to someone
         else: suites check that (libgit2 asserts `/` is not its own) and permission tests fail as root. qemu -L
         answers a program's `stat("/")` with the loader root, so each of LOADER_ROOTS looks the same. An
-        unprivileged crossbuild is an ordinary user already."""
-        if self.ordinary_user or os.geteuid() != 0:
+        unprivileged crossbuild is an ordinary user already. EXEC_HANDLER is registered in the sandbox's own
+        user namespace when this kernel allows it (binfmt_misc per user namespace, Linux 6.7), so a test
+        program that starts another target program (a runner starting itself per test) gets it run under qemu,
+        as on a machine with qemu-user-binfmt; the host's registrations are not touched."""
+        handler = exec_handler if exec_handler and exec_handlers_work(self.bwrap) else None
+        ordinary = self.ordinary_user or os.geteuid() == 0
+        if (ordinary, handler) == (self.ordinary_user, self.exec_handler):
             return self
         return BubblewrapSandbox(rw_paths=self.rw_paths, ro_paths=self.ro_paths, bwrap=self.bwrap,
-                                 ordinary_user=True, loader_roots=loader_roots)
+                                 ordinary_user=ordinary, loader_roots=loader_roots or self.loader_roots,
+                                 exec_handler=handler)
 
     def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
         args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
@@ -347,6 +358,8 @@ class BubblewrapSandbox(Sandbox):
             covers = [(self._cover(r), r) for r in self.loader_roots if r.is_dir()]  # a loader built since counts
             args += ["--unshare-user", "--uid", str(ORDINARY_UID), "--gid", str(ORDINARY_GID),
                      "--ro-bind", str(self._root_skeleton()), "/"]
+        elif self.exec_handler:  # inside the registering namespace the caller is uid 0: keep the caller's ids
+            args += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
         args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for top in _SYSTEM_TOPS:
             p = Path("/") / top
@@ -371,7 +384,7 @@ class BubblewrapSandbox(Sandbox):
                 if not child.is_symlink():
                     args += ["--ro-bind", str(child), str(child)]
         args += ["--chdir", str(cwd), "--", *argv]
-        return args
+        return _registering(self.bwrap, self.exec_handler, self.rw_paths, args) if self.exec_handler else args
 
     def _holder_dir(self) -> Path:
         """The host folder for the skeleton and covers (made once per sandbox, removed with it): 0700, so host
@@ -419,6 +432,36 @@ class BubblewrapSandbox(Sandbox):
                     _make_owned(cover, Path("/") / child.name, file=not child.is_dir())
             self._covers[loader_root] = cover
         return self._covers[loader_root]
+
+
+# Mounts the user namespace's own binfmt_misc, registers $1, then starts the real sandbox ("$@").
+_REGISTER = ('mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc && '
+             'printf %s "$1" > /proc/sys/fs/binfmt_misc/register && shift && exec "$@"')
+
+
+def _registering(bwrap: str, handler: str, rw_paths: Sequence[Path], sandbox_argv: list[str]) -> list[str]:
+    """SANDBOX_ARGV started from a user namespace that has HANDLER registered: the kernel looks a binfmt handler
+    up in the caller's user namespace and then its parents, so the sandbox nested inside (which drops every
+    capability) uses it and cannot change it. This outer step runs only the fixed script above, on a read-only
+    view of the host with the sandbox's writable folders and a writable /proc (where the nested bwrap writes its
+    uid map; one bwrap mounted with --proc would hide parts of it and forbid the nested /proc)."""
+    outer = [bwrap, "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "CAP_SYS_ADMIN", "--die-with-parent",
+             "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc"]
+    for p in rw_paths:
+        outer += ["--bind", str(p), str(p)]
+    return [*outer, "--", "/bin/sh", "-c", _REGISTER, "sh", handler, *sandbox_argv]
+
+
+@functools.cache
+def exec_handlers_work(bwrap: str | None = None) -> bool:
+    """Whether a user namespace here can mount its own binfmt_misc (Linux 6.7 and later)."""
+    bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+    probe_handler = ":crossbuild-probe:E::crossbuild-probe::/bin/true:"
+    try:
+        return subprocess.run(_registering(bwrap, probe_handler, [], ["/bin/true"]), capture_output=True,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def _make_owned(root: Path, path: Path, *, file: bool = False, link: str | None = None) -> None:

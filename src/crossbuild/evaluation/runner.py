@@ -204,7 +204,7 @@ def _functional(project: Project, ws: Path, outcome: dict[str, Any]) -> bool:
     from crossbuild.foundation import safefs
     from crossbuild.foundation.targets import parse_target
     from crossbuild.proof.binary_formats import describe_elf
-    from crossbuild.proof.target_run import loader_roots, runner_argv
+    from crossbuild.proof.target_run import runner_argv, test_program_box
 
     exe = candidates[0]
     target = parse_target(outcome["verify"]["target"])
@@ -220,7 +220,7 @@ def _functional(project: Project, ws: Path, outcome: dict[str, Any]) -> bool:
     if argv is None:
         return False
     tc = Toolchain.for_target(target, ws)
-    box = sandbox.for_toolchain(tc).for_test_programs(loader_roots=loader_roots(target))
+    box = test_program_box(sandbox.for_toolchain(tc), target)
     log = ws / ".xbuild" / "logs" / "functional.log"
     res = box.run(argv, cwd=exe.parent, env=tc.env.as_dict(), log_path=log, limits=sandbox.Limits(timeout_s=60))
     text = log.read_text(errors="replace")

@@ -6,11 +6,15 @@ first need (once per machine and architecture) instead of skipping the program."
 from __future__ import annotations
 
 import os
+import platform
+import struct
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
+from elftools.elf.enums import ENUM_E_MACHINE
 
 from crossbuild.env import musl_loader, musl_sysroot, workspace
+from crossbuild.env.sandbox import Sandbox
 from crossbuild.env.toolchain import qemu_sysroot
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
@@ -25,6 +29,24 @@ def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
     if not qemu:
         return None, f"{target.qemu} is not installed: `apt-get install qemu-user`"
     return [qemu], None
+
+
+def exec_handler(target: Target) -> str | None:
+    """A binfmt_misc registration that hands every program of TARGET's machine a test program starts (libuv's and
+    glib's runners start themselves once per test) to qemu, as binfmt makes `execve` work on a machine with
+    qemu-user-binfmt; None when the target runs natively or has no qemu. Its qemu finds the loader through
+    QEMU_LD_PREFIX (runner_argv), since binfmt passes no options."""
+    prefix, _ = qemu_command(target)
+    if prefix is None or target.arch == platform.machine():
+        return None
+    order = "<" if target.endian == "little" else ">"
+    ident = b"\x7fELF" + bytes([1 if target.bits == 32 else 2, 1 if order == "<" else 2, 1]) + bytes(9)
+    magic = ident + struct.pack(order + "HH", 2, ENUM_E_MACHINE[target.machine])  # e_type ET_EXEC, e_machine
+    # the OS/ABI byte (7) ignored; e_type's mask 0xfffe matches ET_DYN (3) as well
+    mask = b"\xff" * 7 + b"\x00" + b"\xff" * 8 + struct.pack(order + "HH", 0xfffe, 0xffff)
+    magic_text, mask_text = ("".join(f"\\x{b:02x}" for b in field) for field in (magic, mask))
+    # F: qemu is opened now, so it need not be visible inside the sandbox's own root
+    return f":crossbuild-{target.arch}:M::{magic_text}:{mask_text}:{prefix[0]}:F"
 
 
 def loader_root(target: Target) -> tuple[Path | None, str | None]:
@@ -45,9 +67,15 @@ def loader_root(target: Target) -> tuple[Path | None, str | None]:
 
 def loader_roots(target: Target) -> list[Path]:
     """The folders qemu -L maps `/` to for this target's programs (none for Windows): test programs' sandboxes
-    cover them (Sandbox.for_test_programs)."""
+    cover them (test_program_box)."""
     root = qemu_sysroot(target)
     return [root] if root is not None else []
+
+
+def test_program_box(box: Sandbox, target: Target) -> Sandbox:
+    """BOX's variant that TARGET's test programs run in (Sandbox.for_test_programs): the loader roots covered, the
+    programs they start run under qemu too."""
+    return box.for_test_programs(loader_roots=loader_roots(target), exec_handler=exec_handler(target))
 
 
 def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str] = (),
@@ -61,7 +89,8 @@ def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str]
         sysroot, why = loader_root(target)
         if sysroot is None:
             return None, why
-        argv += ["-L", str(sysroot)]
+        # QEMU_LD_PREFIX: the same root for programs the program starts (exec_handler)
+        argv += ["-L", str(sysroot), "-E", f"QEMU_LD_PREFIX={sysroot}"]
     if lib_dirs:
         argv += ["-E", "LD_LIBRARY_PATH=" + ":".join(lib_dirs)]
     return [*argv, str(exe), *args], None

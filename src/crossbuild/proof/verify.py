@@ -25,7 +25,7 @@ from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
-from crossbuild.proof.target_run import loader_lacks, loader_roots, runner_argv
+from crossbuild.proof.target_run import loader_lacks, runner_argv, test_program_box
 from crossbuild.proof.triage import triage
 
 _BUILD_MACHINE = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "riscv64": "EM_RISCV"}  # platform -> ELF machine
@@ -206,7 +206,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         report.reasons.append(f"{rel}: named like a binary but is not one")
 
     if run_tests:
-        box = (box or _default_box(root, toolchain)).for_test_programs(loader_roots=loader_roots(target))
+        box = test_program_box(box or _default_box(root, toolchain), target)
         report.sandbox = box.backend
         if toolchain is not None:
             log_dir = Path(tempfile.mkdtemp(prefix="verify-", dir=toolchain.logs))
