@@ -383,6 +383,16 @@ def test_a_plain_makefile_is_built_with_the_goals_debian_rules_names_and_install
     assert out["verify"]["rebuild"]["ok"]
 
 
+def _program_with_library(tmp_path, name, main_c, build_file, text):
+    """A project of MAIN_C and lib.c (`int lib(void)` returns 1) built by BUILD_FILE (Makefile, CMakeLists.txt)."""
+    project = tmp_path / name
+    project.mkdir()
+    (project / "main.c").write_text(main_c)
+    (project / "lib.c").write_text("int lib(void){return 1;}\n")
+    (project / build_file).write_text(text)
+    return project
+
+
 CHECKS_WHO_OWNS_ROOT = r"""
 #include <stdio.h>
 #include <sys/stat.h>
@@ -407,11 +417,8 @@ def test_test_programs_run_as_an_ordinary_user_when_crossbuild_runs_as_root(tmp_
     """sbuild builds as an ordinary user for this reason: suites assert that `/` is not theirs (libgit2) or that a
     file they made unreadable cannot be read. The dynamic program runs through qemu -L, which answers stat("/")
     with the loader's folder."""
-    project = tmp_path / "owner"
-    project.mkdir()
-    (project / "main.c").write_text(CHECKS_WHO_OWNS_ROOT)
-    (project / "lib.c").write_text("int lib(void){return 1;}\n")
-    (project / "Makefile").write_text(
+    project = _program_with_library(
+        tmp_path, "owner", CHECKS_WHO_OWNS_ROOT, "Makefile",
         "all: libl.so test_owner\nlibl.so: lib.c\n\t$(CC) -fPIC -shared -o $@ lib.c\n"
         "test_owner: main.c libl.so\n\t$(CC) -o $@ main.c -L. -ll\nclean:\n\trm -f libl.so test_owner\n")
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
@@ -422,6 +429,85 @@ def test_test_programs_run_as_an_ordinary_user_when_crossbuild_runs_as_root(tmp_
     assert out["status"] == "verified"
     made = next((tmp_path / "ws").rglob("written-by-test")).stat()
     assert made.st_uid == 0  # on the host, what the test wrote stays the invoking user's
+
+
+STARTS_ITSELF = r"""
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int lib(void);
+int main(int argc, char **argv) {
+    /* libuv's and glib's test runners start themselves (argv[0]) once per test */
+    if (argc > 1 && strcmp(argv[1], "child") == 0) return lib() == 1 ? 42 : 1;
+    pid_t pid = fork();
+    if (pid == 0) { execl(argv[0], argv[0], "child", (char *)0); perror("execve()"); _exit(127); }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 42) {
+        printf("the child did not run (status %d)\n", status);
+        return 1;
+    }
+    puts("the child ran");
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_test_program_that_starts_target_programs_gets_them_run_under_qemu_too(tmp_path):
+    """qemu-user runs one program; the target programs it starts (a test runner starting itself per test) reached
+    the kernel as ARM/AArch64 files, "Exec format error", and libuv1 was not verified on arm or riscv64. The test
+    sandbox registers qemu for the target in its own user namespace (binfmt_misc), as qemu-user-binfmt does for a
+    whole machine: a static child and a dynamic one (loader and shared library found) both run."""
+    project = _program_with_library(
+        tmp_path, "spawner", STARTS_ITSELF, "Makefile",
+        "all: libl.so test_spawn test_spawn_static\nlibl.so: lib.c\n\t$(CC) -fPIC -shared -o $@ lib.c\n"
+        "test_spawn: main.c libl.so\n\t$(CC) -o $@ main.c -L. -ll\n"
+        "test_spawn_static: main.c lib.c\n\t$(CC) -static -o $@ main.c lib.c\n"
+        "clean:\n\trm -f libl.so test_spawn test_spawn_static\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    linkage = {a["path"]: a.get("linkage") for a in out["verify"]["artifacts"]}
+    assert linkage["test_spawn"] == "dynamic" and linkage["test_spawn_static"] == "static"
+    runs = {s["path"]: s for s in out["verify"]["smoke_runs"]}
+    assert {p: s["passed"] for p, s in runs.items()} == {"test_spawn": True, "test_spawn_static": True}, runs
+    assert all("the child ran" in s["output_tail"] for s in runs.values())
+    assert out["status"] == "verified"
+
+
+READS_LIBC_DATA = r"""
+#include <stdio.h>
+#include <unistd.h>
+extern char **environ;
+int lib(void);
+int main(void) {
+    char **env = environ;
+    /* zig's stub libc.so gives libc's data one address: copied into a non-PIE executable, they became one */
+    if (stdout == stderr) { puts("stdout is stderr"); return 1; }
+    optind = 5;
+    if (environ != env) { puts("setting optind changed environ"); return 1; }
+    return lib() == 1 ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_dynamic_program_that_reads_libcs_data_gets_its_own_streams(tmp_path):
+    """CMake compiles and links in separate steps: objects compiled without -fPIE read stdout and stderr through
+    copy relocations, and lld made one copy for both (and one for environ, optind and optarg), silently on
+    riscv64 and arm (libuv's test runner crashed). Objects are compiled position-independent, as on Debian."""
+    project = _program_with_library(
+        tmp_path, "streams", READS_LIBC_DATA, "CMakeLists.txt",
+        "cmake_minimum_required(VERSION 3.16)\nproject(streams C)\nadd_library(l SHARED lib.c)\n"
+        "add_executable(test_streams main.c)\ntarget_link_libraries(test_streams l)\n"
+        "install(TARGETS l test_streams)\n")
+    r, out = _build(tmp_path, str(project), "riscv64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    prog = next(a for a in out["verify"]["artifacts"] if a["path"].endswith("test_streams"))
+    assert prog["linkage"] == "dynamic"
+    runs = out["verify"]["smoke_runs"]
+    assert runs and all(s["passed"] for s in runs), runs
+    assert out["status"] == "verified"
 
 
 @pytest.mark.slow
@@ -516,7 +602,8 @@ COUNTS_ITS_NEW = """#include <cstdio>
 #include <cstdlib>
 #include <new>
 static int calls;
-void* operator new(std::size_t n) { ++calls; void* p = std::malloc(n ? n : 1); if (!p) throw std::bad_alloc(); return p; }
+void* operator new(std::size_t n) {
+    ++calls; void* p = std::malloc(n ? n : 1); if (!p) throw std::bad_alloc(); return p; }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 int main() {

@@ -31,14 +31,14 @@ def elf_of(path: Path):
 def test_plain_compile_adds_target_and_keeps_args():
     c = cmd(["-O2", "-c", "x.c", "-o", "x.o"])
     assert c[:4] == ["/z/zig", "cc", "-target", "aarch64-linux-musl"]
-    assert c[-4:] == ["-c", "x.c", "-o", "x.o"]
+    assert c[-5:] == ["-c", "x.c", "-o", "x.o", "-fPIE"]
     assert "-Wl,--undefined-version" not in c  # no link step, no linker flag
 
 
 def test_no_werror_drops_the_projects_werror_flags():
     c = cmd(["-Wall", "-Werror", "-Werror=format", "-pedantic-errors", "-c", "x.c"], no_werror=True)
     assert "-Werror" not in c and "-Werror=format" not in c and "-pedantic-errors" not in c
-    assert c[-1] == "-Wno-error" and "-Wall" in c
+    assert c[-2:] == ["-Wno-error", "-fPIE"] and "-Wall" in c
     assert "-Werror" in cmd(["-Werror", "-c", "x.c"])  # only when asked (CROSSBUILD_NO_WERROR=1)
 
 
@@ -90,7 +90,7 @@ def test_windows_objects_are_named_like_mingw_gcc_names_them():
     plan = rewrite_cc(["-c", "conftest.c"], **{**KW, "zig_target": "x86_64-windows-gnu", "arch": "x86_64",
                                               "binary_format": "pe"})
     assert plan.commands[0][-3:] == ["conftest.c", "-o", "conftest.o"]
-    assert cmd(["-c", "conftest.c"])[-2:] == ["-c", "conftest.c"]  # ELF targets: zig already writes conftest.o
+    assert cmd(["-c", "conftest.c"])[-3:-1] == ["-c", "conftest.c"]  # ELF targets: zig already writes conftest.o
 
 
 def test_windows_ld_answers_version_probe_and_refuses_links():
@@ -258,6 +258,15 @@ def test_real_windres_resource_linked_into_exe(make_toolchain, tmp_path):
     strings = {k: v for info in pe.FileInfo[0] if hasattr(info, "StringTable")
                for table in info.StringTable for k, v in table.entries.items()}
     assert strings[b"InternalName"].rstrip(b"\0") == b"git2.dll"
+
+
+def test_objects_are_position_independent_unless_the_project_says_otherwise():
+    """As Debian's compilers: no copy relocations of libc's data, which zig's stub libc.so gives one address."""
+    assert "-fPIE" in cmd(["-O2", "-c", "x.c"])
+    assert "-fPIE" not in cmd(["-fPIC", "-c", "x.c"]) and "-fPIE" not in cmd(["-fno-pie", "-c", "x.c"])
+    one_step = cmd(["x.c", "-o", "x"])  # zig decides (PIC when it links dynamically); -fPIE would mean static-pie
+    assert "-fPIE" not in one_step and "-pie" not in one_step
+    assert "-fPIE" not in cmd(["-c", "x.c"], zig_target="x86_64-windows-gnu", binary_format="pe", arch="x86_64")
 
 
 def test_pie_compiles_position_independent_and_links_executables_as_pie():

@@ -113,9 +113,13 @@ def deps_root() -> Path:
     return host.cache_root() / "deps"
 
 
+# Raised when how crossbuild compiles changes what a dependency's files hold: 2, objects compiled -fPIE (zigwrap).
+_COMPILE_RECIPE = 2
+
+
 def cache_key(target: str, source: str, version: str | None, options: dict | None = None) -> str:
     raw = json.dumps({"target": target, "source": source, "version": version or "default", "zig": host.zig_version(),
-                      "options": options or {}}, sort_keys=True)
+                      "options": options or {}, "recipe": _COMPILE_RECIPE}, sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 

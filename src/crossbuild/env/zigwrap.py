@@ -102,10 +102,9 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
                bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False,
                pie: bool = False) -> Plan:
     """Plan the zig call(s) for `zcc`/`zxx ARGS` (driver is "cc" or "c++"). no_werror ($CROSSBUILD_NO_WERROR=1):
-    the project's -Werror flags are dropped, whatever build file added them. pie ($CROSSBUILD_PIE=1): code is
-    compiled position-independent and executables are linked as PIE, as Debian's compilers do by default; a non-PIE
-    executable takes copy relocations of libc's data (optind, stdin), which zig's stub libc.so gives an alignment
-    lld then misplaces ("improper alignment for relocation", xz on aarch64)."""
+    the project's -Werror flags are dropped, whatever build file added them. ELF code is compiled
+    position-independent unless the project says otherwise; pie ($CROSSBUILD_PIE=1): whatever it says, and
+    executables are linked as PIE, as Debian's compilers do by default."""
     plan = Plan()
 
     # Queries some configure scripts and libtool make; answer them like a non-multilib gcc would.
@@ -191,11 +190,18 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
 
     base = [zig, driver, "-target", zig_target, "-Wno-error=date-time"]
     tail: list[str] = ["-Wno-error"] if no_werror else []
-    if pie and binary_format == "elf":
-        if sources and not any(a in _POSITION_INDEPENDENT for a in args):
-            tail.append("-fPIE")
-        if link and not shared and "-r" not in args and "-pie" not in args and (sources or out):
-            tail.append("-pie")
+    if binary_format == "elf" and sources and not any(a in _POSITION_INDEPENDENT for a in args) and (
+            pie or (not link and not any(a in _NOT_PIE for a in args))):
+        # Objects always, as Debian's compilers do: code that reads libc's data (stdout, environ) through the GOT,
+        # never through copy relocations in the executable. zig's stub libc.so gives such objects one shared
+        # address, so a non-PIE dynamic executable got one copy for stdout and stderr, or for environ, optind
+        # and optarg (libuv's test runner crashed on arm and riscv64; lld refused the misaligned copy on
+        # aarch64). zig itself compiles PIC when it compiles and links a dynamic program in one command, and
+        # -fPIE there would make static programs static-pie: only pie mode adds it to those.
+        tail.append("-fPIE")
+    if pie and binary_format == "elf" and link and not shared and "-r" not in args and "-pie" not in args and (
+            sources or out):
+        tail.append("-pie")
     if link and binary_format == "elf" and (sources or out):
         # lld defaults to --no-undefined-version, which breaks version scripts naming absent symbols
         # (zlib's configure then silently drops its shared library).
