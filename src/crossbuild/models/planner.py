@@ -174,10 +174,8 @@ class Planner:
                 handler(result.data, result)
         elif result.name == "finish" and result.is_error:
             reasons = result.data.get("verify", {}).get("reasons") or [result.text[:500]]
-            if s.attempts < self.max_attempts and self._apply_fixes(result.data.get("kb") or []):
+            if self._rebuild_with_fixes(result.data.get("kb") or []):
                 # the verdict's knowledge names a fix (a test's assumption about the compiler): build again with it
-                s.attempts += 1
-                s.phase, s.step, s.clean_first = "steps", _restart_index(s.recipe), True
                 s.notes.append("built again after the verdict: " + "; ".join(reasons[:2])[:300])
                 return
             s.phase = "blocked"
@@ -295,21 +293,28 @@ class Planner:
                            "build is judged where it was built")
             s.step += 1
             return
-        if self._apply_fixes(data.get("kb") or []):
-            s.attempts += 1
-            if s.attempts > self.max_attempts:
-                s.phase = "blocked"
-                s.blocked_reason = f"still failing after {self.max_attempts} rounds of fixes"
-                return
-            s.step = _restart_index(s.recipe) if s.step >= _restart_index(s.recipe) else s.step
-            s.clean_first = True
+        if self._rebuild_with_fixes(data.get("kb") or []):
             return
         s.phase = "blocked"
+        if s.attempts >= self.max_attempts and data.get("kb"):
+            s.blocked_reason = f"still failing after {self.max_attempts} rounds of fixes"
+            return
         first = result.text.splitlines()[0][:200]
         attached = ", ".join(k["id"] for k in data.get("kb") or []) or "none"
         s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); knowledge-base entries attached: "
                             f"{attached}; no fix left that the planner can apply."
                             + (f" Full log: {data['log']}" if data.get("log") else ""))
+
+    def _rebuild_with_fixes(self, kb: list[dict[str, Any]]) -> bool:
+        """While rounds of fixes are left, apply the ones KB names and build again, clean, from configuring (the
+        steps before it, such as autoreconf, kept): True when it will."""
+        s = self.state
+        if s.attempts >= self.max_attempts or not self._apply_fixes(kb):
+            return False
+        s.attempts += 1
+        s.phase, s.clean_first = "steps", True
+        s.step = min(s.step, _restart_index(s.recipe))
+        return True
 
     def _build_in_tree(self) -> bool:
         """An autotools build in build/ whose own parts miss the project's own headers (a VPATH bug: `-I../lib` where
