@@ -16,4 +16,5 @@ old=$(find "$runs" -mindepth 1 -maxdepth 1 -type d)
 if [ -n "$old" ]; then
   (echo "$old" | xargs -d '\n' nice -n 19 rm -rf >/dev/null 2>&1 &)
 fi
-exec .venv/bin/python -m pytest -n auto --dist worksteal --basetemp "$this" "$@"
+# --durations: the slowest tests, printed in every run (CI too), show where the suite's time goes
+exec .venv/bin/python -m pytest -n auto --dist worksteal --durations=25 --basetemp "$this" "$@"
