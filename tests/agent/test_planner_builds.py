@@ -510,6 +510,37 @@ def test_a_dynamic_program_that_reads_libcs_data_gets_its_own_streams(tmp_path):
     assert out["status"] == "verified"
 
 
+READS_ITS_FIXTURE = r"""
+#include <stdio.h>
+int main(void) {
+    char got[16] = "";
+    FILE *f = fopen("fixtures/answer.txt", "r");  /* relative: CTest runs it in the source folder */
+    if (f) { fgets(got, sizeof got, f); fclose(f); }
+    if (got[0] != '4' || got[1] != '2') { printf("mismatch: got '%s'\n", got); return 1; }
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_test_program_runs_in_the_folder_ctest_runs_it_in(tmp_path):
+    """libuv's tests open test/fixtures/... from the source folder, where its add_test(WORKING_DIRECTORY) runs
+    them: the verifier reads that from the CTestTestfile.cmake CMake wrote, instead of running them beside the
+    program."""
+    project = tmp_path / "fixture"
+    (project / "fixtures").mkdir(parents=True)
+    (project / "fixtures" / "answer.txt").write_text("42\n")
+    (project / "main.c").write_text(READS_ITS_FIXTURE)
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(fixture C)\nenable_testing()\n"
+        "add_executable(test_fixture main.c)\n"
+        "add_test(NAME fixture COMMAND test_fixture WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert [(s["path"], s["passed"]) for s in out["verify"]["smoke_runs"]] == [("test_fixture", True)]
+    assert out["status"] == "verified"
+
+
 @pytest.mark.slow
 def test_a_test_program_that_fails_for_a_known_reason_ends_on_the_entry_that_names_it(tmp_path):
     """google-glog's logging tests expect their operator new to run for `{ new int; }`, which clang removes: the

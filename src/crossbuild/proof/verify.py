@@ -23,6 +23,7 @@ from crossbuild.env.toolchain import Toolchain
 from crossbuild.env.workspace import PRISTINE
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
+from crossbuild.proof import ctest
 from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
 from crossbuild.proof.target_run import loader_lacks, runner_argv, test_program_box
@@ -214,7 +215,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             # them installed too)
             deps = [str(d) for d in (toolchain.prefix / "lib", toolchain.prefix / "lib64") if d.is_dir()]
             report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, log_dir, deps,
-                                            source=toolchain.workspace / rebuild_source)
+                                            source=toolchain.workspace / rebuild_source,
+                                            own_folders=_own_folders(root, toolchain), within=toolchain.workspace)
         else:
             with tempfile.TemporaryDirectory(prefix="crossbuild-verify-") as tmp:
                 report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, Path(tmp))
@@ -226,13 +228,15 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
 
 
 def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
-    """scan_tree, leaving out crossbuild's own folders (.xbuild/, .scratch/) when ROOT holds the workspace's."""
-    prune = set()
-    if toolchain is not None:
-        for own in (toolchain.xbuild, toolchain.scratch):
-            if own.parent == root:
-                prune.add(own.name)
-    return scan_tree(root, prune=frozenset(prune))
+    """scan_tree, leaving out crossbuild's own folders."""
+    return scan_tree(root, prune=_own_folders(root, toolchain))
+
+
+def _own_folders(root: Path, toolchain: Toolchain | None) -> frozenset[str]:
+    """crossbuild's own folders (.xbuild/, .scratch/) when ROOT holds the workspace's."""
+    if toolchain is None:
+        return frozenset()
+    return frozenset(own.name for own in (toolchain.xbuild, toolchain.scratch) if own.parent == root)
 
 
 def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
@@ -335,23 +339,26 @@ def _is_build_tool(a: Artifact, installed: set[str] | None) -> bool:
             and not a.member_of and Path(a.path).name not in installed)
 
 
-def _where_tests_run(root: Path, exe: Path, source: Path | None) -> tuple[Path, Path]:
-    """Where `make check` would run a test program and its `srcdir` (automake's convention, which test programs
-    use to find their data files, e.g. xz's `files/`): the folder of a libtool program's wrapper (not `.libs/`),
-    and the matching folder of the source tree when the build is out of tree."""
+def _where_tests_run(root: Path, exe: Path, source: Path | None, ctest_dirs: dict[Path, Path]) -> tuple[Path, Path]:
+    """Where the project's harness would run a test program and its `srcdir` (automake's convention, which test
+    programs use to find their data files, e.g. xz's `files/`): CTest's WORKING_DIRECTORY for it, else where `make
+    check` runs it, the folder of a libtool program's wrapper (not `.libs/`); srcdir is the matching folder of the
+    source tree when the build is out of tree."""
     cwd = exe.parent.parent if exe.parent.name == ".libs" else exe.parent
     srcdir = cwd
     if source is not None and not root.is_relative_to(source):
         mirrored = source / cwd.relative_to(root)
         if mirrored.is_dir() and not mirrored.is_symlink():
             srcdir = mirrored
-    return cwd, srcdir
+    return ctest_dirs.get(exe.resolve(), cwd), srcdir
 
 
 def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, timeout: float,
-                log_dir: Path, dependency_lib_dirs: list[str] = (), source: Path | None = None) -> list[SmokeRun]:
+                log_dir: Path, dependency_lib_dirs: list[str] = (), source: Path | None = None,
+                own_folders: frozenset[str] = frozenset(), within: Path | None = None) -> list[SmokeRun]:
     candidates = [a for a in report.artifacts
                   if a["ok"] and a["kind"] == "executable" and not a.get("member_of") and is_testlike(a["path"])]
+    ctest_dirs = ctest.working_dirs(root, prune=own_folders, within=within) if candidates else {}
     runs: list[SmokeRun] = []
     lib_rels = sorted(a["path"] for a in report.artifacts
                       if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of"))
@@ -368,7 +375,7 @@ def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, 
             runs.append(run)
             continue
         run.command = argv
-        cwd, srcdir = _where_tests_run(root, exe, source)
+        cwd, srcdir = _where_tests_run(root, exe, source, ctest_dirs)
         env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C", "srcdir": str(srcdir)}
         log_name = f"{i:02d}-{Path(a['path']).name[:80]}.log"
         res = box.run(argv, cwd=cwd, env=env, log_path=log_dir / log_name,
