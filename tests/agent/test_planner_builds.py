@@ -558,6 +558,26 @@ def test_a_test_program_that_fails_for_a_known_reason_ends_on_the_entry_that_nam
     assert "NOT VERIFIED" in shown and "clang removed the unused allocation" in shown
 
 
+@pytest.mark.slow
+def test_a_failed_verdict_never_turns_the_failing_tests_off(tmp_path):
+    """The knowledge a verdict attaches may name a fix that drops tests (build-runs-target-binary turns a
+    project's test option off, for builds that run them as a build step). Taken after the verdict, it removed the
+    very program that failed and the build was "verified" without it (libuv1 on arm): after a verdict only fixes
+    to how the same code is compiled are taken."""
+    project = tmp_path / "hides"
+    project.mkdir()
+    (project / "test_helper.c").write_text(
+        '#include <stdio.h>\nint main(void){puts("/bin/sh: 1: ./helper: Exec format error");return 1;}\n')
+    (project / "lib.c").write_text("int lib(void){return 1;}\n")
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(hides C)\noption(HIDES_BUILD_TESTS \"tests\" ON)\n"
+        "add_library(l STATIC lib.c)\nif(HIDES_BUILD_TESTS)\n  add_executable(test_helper test_helper.c)\n"
+        "endif()\ninstall(TARGETS l)\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] != "verified", out["message"]
+    assert "HIDES_BUILD_TESTS" not in out["message"] and "smoke run test_helper failed" in out["message"]
+
+
 RESOURCE_PROJECT = """cmake_minimum_required(VERSION 3.16)
 project(verinfo C)
 add_library(verinfo SHARED verinfo.c)

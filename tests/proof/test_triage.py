@@ -28,6 +28,8 @@ def test_output_that_blames_the_environment_does_not_block(lines, why):
 @pytest.mark.parametrize("exit_code, lines", [
     (1, ["Function didn't die (unexpected new): { new int; }"]),  # google-glog: a real behaviour difference
     (1, ["Check failed: stack_consumed < kStackConsumptionUpperLimit"]),
+    # glog's logging test prints strerror(ENOEXEC) as its data: not a program that failed to start
+    (1, ["-EYEARDATE TIME__ THREADID logging_unittest.cc:LINE] Plog every 2, iteration 9: Exec format error [8]"]),
     (3, []),
 ])
 def test_a_failure_without_evidence_blocks(exit_code, lines):
@@ -43,6 +45,10 @@ def test_a_failure_without_evidence_blocks(exit_code, lines):
     # glibc's loader: a missing symbol or a too-new glibc is a load failure, not a missing data file
     (127, ["./t: symbol lookup error: ./t: undefined symbol: foo_init"]),
     (1, ["./t: /lib/aarch64-linux-gnu/libc.so.6: version `GLIBC_2.38' not found (required by ./t)"]),
+    # a program it started could not start (libuv's runner without an exec handler; a shell running a target file)
+    (1, ["not ok 1 - spawn_exit_code", "# execve(): Exec format error"]),
+    (1, ["/bin/sh: 1: ./helper: Exec format error"]),
+    (126, ["sh: ./helper: cannot execute binary file: Exec format error"]),
 ])
 def test_load_failures_and_crashes_block_whatever_else_is_printed(exit_code, lines):
     t = triage(exit_code, None, lines, 60)

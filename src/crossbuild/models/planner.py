@@ -174,7 +174,7 @@ class Planner:
                 handler(result.data, result)
         elif result.name == "finish" and result.is_error:
             reasons = result.data.get("verify", {}).get("reasons") or [result.text[:500]]
-            if self._rebuild_with_fixes(result.data.get("kb") or []):
+            if self._rebuild_with_fixes(result.data.get("kb") or [], kinds=_VERDICT_FIX_KINDS):
                 # the verdict's knowledge names a fix (a test's assumption about the compiler): build again with it
                 s.notes.append("built again after the verdict: " + "; ".join(reasons[:2])[:300])
                 return
@@ -305,11 +305,11 @@ class Planner:
                             f"{attached}; no fix left that the planner can apply."
                             + (f" Full log: {data['log']}" if data.get("log") else ""))
 
-    def _rebuild_with_fixes(self, kb: list[dict[str, Any]]) -> bool:
-        """While rounds of fixes are left, apply the ones KB names and build again, clean, from configuring (the
-        steps before it, such as autoreconf, kept): True when it will."""
+    def _rebuild_with_fixes(self, kb: list[dict[str, Any]], kinds: frozenset[str] | None = None) -> bool:
+        """While rounds of fixes are left, apply the ones KB names (of KINDS) and build again, clean, from
+        configuring (the steps before it, such as autoreconf, kept): True when it will."""
         s = self.state
-        if s.attempts >= self.max_attempts or not self._apply_fixes(kb):
+        if s.attempts >= self.max_attempts or not self._apply_fixes(kb, kinds):
             return False
         s.attempts += 1
         s.phase, s.clean_first = "steps", True
@@ -352,13 +352,15 @@ class Planner:
             s.feature_of[pattern] = name
             s.pending_disable.append(pattern)
 
-    def _apply_fixes(self, kb_entries: list[dict[str, Any]]) -> bool:
+    def _apply_fixes(self, kb_entries: list[dict[str, Any]], kinds: frozenset[str] | None = None) -> bool:
+        """Apply the entries' actions (only those of KINDS, when given): True when one that changes the build was."""
         s = self.state
         applied_any = False
         for entry in kb_entries:
             for action in entry.get("actions", []):
                 key = json.dumps(action, sort_keys=True)
-                if key in s.applied or (action.get("when") and action["when"] != s.system):
+                if key in s.applied or (action.get("when") and action["when"] != s.system) or (
+                        kinds is not None and action["kind"] not in kinds):
                     continue
                 kind = action["kind"]
                 if kind in ("cmake_args", "meson_args", "configure_args", "make_args"):
@@ -396,8 +398,15 @@ class Planner:
                     continue
                 s.applied.add(key)
                 s.notes.append(f"applied {entry['id']}: {_describe(action)}")
-                applied_any = True
+                # a clean build alone is a fix for a failed command (stale objects), not for a failed verdict
+                applied_any = applied_any or kind != "clean" or kinds is None
         return applied_any
+
+
+# After a failed verdict only fixes that change how the same code is compiled are taken (-fno-builtin for a test
+# that counts allocations): one that drops tests or goals would hide the failing test it was attached for.
+_VERDICT_FIX_KINDS = frozenset({"cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env",
+                                "clean"})
 
 
 # Options about how the project is built, never a feature to drop (libpng: a test links -lpng_shared, the project's

@@ -14,9 +14,12 @@ import re
 from dataclasses import dataclass
 
 # Failing to load or crashing is always the build's fault, whatever else the output says.
+# "Exec format error" only as a failed start (`./prog: `, `execve(): `, `cannot execute binary file`): glog's
+# logging test prints strerror(ENOEXEC) as data ("Plog every 2, iteration 9: Exec format error [8]").
 _CRASH = re.compile(r"qemu: uncaught target signal|Segmentation fault|Illegal instruction|Bus error|"
                     r"Error relocating|Error loading shared library|error while loading shared libraries|"
-                    r"cannot open shared object file|symbol not found|Could not open '|Exec format error|"
+                    r"cannot open shared object file|symbol not found|Could not open '|cannot execute binary file|"
+                    r"(\bexec\w*(\(\))?|[\w.+-]*/[\w./+-]+): Exec format error|"
                     r"core dumped|Aborted|stack smashing detected|symbol lookup error|version `GLIBC_[\d.]+' not found")
 _USAGE = re.compile(r"^\s*(usage|Usage|USAGE)\b|\b(usage|Usage|USAGE):|takes (exactly )?(\d+|one|two) arguments?")
 _ENVIRONMENT = [
