@@ -348,15 +348,17 @@ int main(int argc, char **argv) {
 @pytest.mark.slow
 def test_an_executable_whose_libc_data_copies_lld_misaligns_is_built_as_pie(tmp_path):
     """xz on aarch64: zig's stub libc.so gives optind and optarg too small an alignment, so lld misplaces their
-    copy relocations in a non-PIE program. The knowledge entry switches the compiler wrapper to PIE (any build
-    system), and the program links and runs under qemu."""
+    copy relocations in a non-PIE program. crossbuild compiles objects -fPIE, so this needs an object the project
+    compiles -fno-pie itself; the knowledge entry then switches the compiler wrapper to PIE (any build system,
+    -fno-pie dropped), and the program links and runs under qemu."""
     project = tmp_path / "getopt"
     project.mkdir()
     (project / "main.c").write_text(COPIES_LIBC_DATA)
     (project / "lib.c").write_text("int lib(void){return 1;}\n")
     (project / "Makefile").write_text(  # compiled, then linked, as automake does (one zig step links as PIE)
         "all: libl.so test_getopt\nlibl.so: lib.c\n\t$(CC) -fPIC -shared -o $@ lib.c\n"
-        "main.o: main.c\n\t$(CC) -O2 -c -o $@ main.c\ntest_getopt: main.o libl.so\n\t$(CC) -o $@ main.o -L. -ll\n"
+        "main.o: main.c\n\t$(CC) -O2 -fno-pie -c -o $@ main.c\n"
+        "test_getopt: main.o libl.so\n\t$(CC) -o $@ main.o -L. -ll\n"
         "clean:\n\trm -f main.o libl.so test_getopt\n")
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
