@@ -329,6 +329,16 @@ def test_debian_rules_switches_that_only_turn_features_off_are_followed_and_said
     assert [run for run in out["verify"]["smoke_runs"] if run["passed"]]  # the tests still ran
 
 
+def _program_with_library(tmp_path, name, main_c, build_file, text):
+    """A project of MAIN_C and lib.c (`int lib(void)` returns 1) built by BUILD_FILE (Makefile, CMakeLists.txt)."""
+    project = tmp_path / name
+    project.mkdir()
+    (project / "main.c").write_text(main_c)
+    (project / "lib.c").write_text("int lib(void){return 1;}\n")
+    (project / build_file).write_text(text)
+    return project
+
+
 COPIES_LIBC_DATA = """\
 #include <stdbool.h>
 #include <stdio.h>
@@ -351,11 +361,8 @@ def test_an_executable_whose_libc_data_copies_lld_misaligns_is_built_as_pie(tmp_
     copy relocations in a non-PIE program. crossbuild compiles objects -fPIE, so this needs an object the project
     compiles -fno-pie itself; the knowledge entry then switches the compiler wrapper to PIE (any build system,
     -fno-pie dropped), and the program links and runs under qemu."""
-    project = tmp_path / "getopt"
-    project.mkdir()
-    (project / "main.c").write_text(COPIES_LIBC_DATA)
-    (project / "lib.c").write_text("int lib(void){return 1;}\n")
-    (project / "Makefile").write_text(  # compiled, then linked, as automake does (one zig step links as PIE)
+    project = _program_with_library(  # compiled, then linked, as automake does (one zig step links as PIE)
+        tmp_path, "getopt", COPIES_LIBC_DATA, "Makefile",
         "all: libl.so test_getopt\nlibl.so: lib.c\n\t$(CC) -fPIC -shared -o $@ lib.c\n"
         "main.o: main.c\n\t$(CC) -O2 -fno-pie -c -o $@ main.c\n"
         "test_getopt: main.o libl.so\n\t$(CC) -o $@ main.o -L. -ll\n"
@@ -383,16 +390,6 @@ def test_a_plain_makefile_is_built_with_the_goals_debian_rules_names_and_install
     installed = tmp_path / "ws" / "install"
     assert (installed / "include" / "http_parser.h").is_file() and (installed / "lib" / "libhttp_parser.a").is_file()
     assert out["verify"]["rebuild"]["ok"]
-
-
-def _program_with_library(tmp_path, name, main_c, build_file, text):
-    """A project of MAIN_C and lib.c (`int lib(void)` returns 1) built by BUILD_FILE (Makefile, CMakeLists.txt)."""
-    project = tmp_path / name
-    project.mkdir()
-    (project / "main.c").write_text(main_c)
-    (project / "lib.c").write_text("int lib(void){return 1;}\n")
-    (project / build_file).write_text(text)
-    return project
 
 
 CHECKS_WHO_OWNS_ROOT = r"""
