@@ -683,3 +683,47 @@ def test_a_fix_the_verdicts_knowledge_names_is_applied_and_the_project_built_aga
     finishes = sqlite3.connect(tmp_path / "runs.db").execute(
         "SELECT ok FROM tool_calls WHERE run_id=? AND name='finish' ORDER BY id", (out["run_id"],)).fetchall()
     assert [ok for (ok,) in finishes] == [0, 1]  # the first verdict failed: the fix is not taken blindly
+
+
+TABLES_DEPENDENCY = {  # like pcre: a static library whose code reads its own exported table
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(tables C)\nadd_library(tables STATIC tables.c)\n"
+                      "target_include_directories(tables PUBLIC $<INSTALL_INTERFACE:include>)\n"
+                      "install(TARGETS tables EXPORT tablesTargets ARCHIVE DESTINATION lib)\n"
+                      "install(FILES tables.h DESTINATION include)\n"
+                      "install(EXPORT tablesTargets FILE tablesConfig.cmake DESTINATION lib/cmake/tables)\n",
+    "tables.h": "extern int tables_lengths[4];\nint tables_sum(void);\n",
+    "tables.c": "#include \"tables.h\"\nint tables_lengths[4] = {1, 2, 3, 4};  /* not const: never folded away */\n"
+                "_Thread_local int tables_calls;  /* a PIE's TLS model is refused in a shared library */\n"
+                "int tables_sum(void) {\n  int s = 0;\n  tables_calls++;\n"
+                "  for (int i = 0; i < 4; i++) s += tables_lengths[i];\n  return s;\n}\n",
+}
+
+SHARED_LIBRARY_USING_TABLES = {  # like libgit2: its shared library links the dependency's static archive
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(usetables C)\nfind_package(tables REQUIRED)\n"
+                      "add_library(usetables SHARED use.c)\ntarget_link_libraries(usetables PRIVATE tables)\n"
+                      "add_executable(test_sum check.c)\ntarget_link_libraries(test_sum usetables)\n"
+                      "enable_testing()\nadd_test(NAME sum COMMAND test_sum)\ninstall(TARGETS usetables test_sum)\n",
+    "use.c": "#include <tables.h>\nint use_sum(void) { return 2 * tables_sum(); }\n",
+    "check.c": "int use_sum(void);\nint main(void) { return use_sum() == 20 ? 0 : 1; }\n",
+}
+
+
+@pytest.mark.slow
+def test_a_shared_library_can_link_a_dependencys_static_archive(tmp_path):
+    """libgit2 without Debian's hints: its libgit2.so linked the prefix's libpcre.a, whose objects were compiled
+    without -fPIC/-fPIE, and lld asked to "recompile with -fPIC". Objects are now compiled -fPIE, which zig compiles
+    as PIC code (GOT access to the library's own globals, TLS descriptors), so the archive links into a shared
+    library. Fails when the wrapper's -fPIE default is taken out."""
+    for name, files in (("tables", TABLES_DEPENDENCY), ("usetables", SHARED_LIBRARY_USING_TABLES)):
+        (tmp_path / name).mkdir()
+        for file, text in files.items():
+            (tmp_path / name / file).write_text(text)
+    r, out = _build(tmp_path, str(tmp_path / "usetables"), "aarch64-linux-musl",
+                    "--prefix", str(tmp_path / "prefix"), "--dep-source", f"tables={tmp_path / 'tables'}")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    deps_calls = _dependency_calls(tmp_path / "runs.db", out["run_id"])
+    assert deps_calls and deps_calls[0]["ok"], deps_calls
+    assert (tmp_path / "prefix" / "lib" / "libtables.a").is_file()
+    runs = out["verify"]["smoke_runs"]
+    assert [s["passed"] for s in runs if s["path"].endswith("test_sum")] == [True], runs
+    assert out["status"] == "verified"
