@@ -708,16 +708,20 @@ SHARED_LIBRARY_USING_TABLES = {  # like libgit2: its shared library links the de
 }
 
 
+def _write_projects(tmp_path, projects):
+    for name, files in projects.items():
+        (tmp_path / name).mkdir(exist_ok=True)
+        for file, text in files.items():
+            (tmp_path / name / file).write_text(text)
+
+
 @pytest.mark.slow
 def test_a_shared_library_can_link_a_dependencys_static_archive(tmp_path):
     """libgit2 without Debian's hints: its libgit2.so linked the prefix's libpcre.a, whose objects were compiled
     without -fPIC/-fPIE, and lld asked to "recompile with -fPIC". Objects are now compiled -fPIE, which zig compiles
     as PIC code (GOT access to the library's own globals, TLS descriptors), so the archive links into a shared
     library. Fails when the wrapper's -fPIE default is taken out."""
-    for name, files in (("tables", TABLES_DEPENDENCY), ("usetables", SHARED_LIBRARY_USING_TABLES)):
-        (tmp_path / name).mkdir()
-        for file, text in files.items():
-            (tmp_path / name / file).write_text(text)
+    _write_projects(tmp_path, {"tables": TABLES_DEPENDENCY, "usetables": SHARED_LIBRARY_USING_TABLES})
     r, out = _build(tmp_path, str(tmp_path / "usetables"), "aarch64-linux-musl",
                     "--prefix", str(tmp_path / "prefix"), "--dep-source", f"tables={tmp_path / 'tables'}")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
@@ -727,3 +731,24 @@ def test_a_shared_library_can_link_a_dependencys_static_archive(tmp_path):
     runs = out["verify"]["smoke_runs"]
     assert [s["passed"] for s in runs if s["path"].endswith("test_sum")] == [True], runs
     assert out["status"] == "verified"
+
+
+@pytest.mark.slow
+def test_an_edited_local_dependency_is_built_again_not_reused_from_the_cache(tmp_path):
+    """--dep-source names a folder the user may change between builds: the cache follows what it holds."""
+    _write_projects(tmp_path, {"tables": TABLES_DEPENDENCY, "usetables": SHARED_LIBRARY_USING_TABLES})
+    dep = f"tables={tmp_path / 'tables'}"
+
+    def build(name):
+        run = tmp_path / name
+        run.mkdir()
+        r, out = _build(run, str(tmp_path / "usetables"), "aarch64-linux-musl", "--prefix", str(run / "prefix"),
+                        "--dep-source", dep)  # a new prefix each time: the dependency comes from the shared cache
+        assert out.get("status") == "verified", r.stdout[-3000:] + r.stderr[-2000:]
+        return _dependency_calls(run / "runs.db", out["run_id"])[0]["data"]
+
+    assert build("first")["cached"] is False
+    assert build("same")["cached"] is True
+    (tmp_path / "tables" / "tables.h").write_text(TABLES_DEPENDENCY["tables.h"] + "#define TABLES_EDITED 1\n")
+    assert build("edited")["cached"] is False
+    assert "TABLES_EDITED" in (tmp_path / "edited" / "prefix" / "include" / "tables.h").read_text()

@@ -67,17 +67,18 @@ class DependencyBuilder:
                 own=True)
         target = ctx.target.name
         prefix = ctx.prefix
-        entry = deps.lookup(target, pkg.source, version)
+        key = deps.cache_key(target, pkg.source, version)  # once: a local source may change during the build
+        entry = deps.lookup(target, pkg.source, version, key=key)
         if entry is None:
             if ctx.depth >= self.max_depth:
                 return DependencyOutcome(False, name, pkg.source, f"dependency depth limit ({self.max_depth}) "
                                          f"reached: {pkg.source} is needed {ctx.depth} levels down")
             with deps.build_lock(target, pkg.source):
-                entry = deps.lookup(target, pkg.source, version)  # built by a concurrent run while we waited
+                entry = deps.lookup(target, pkg.source, version, key=key)  # built by a concurrent run meanwhile
                 if entry is None:
                     self.building.add(pkg.source)
                     try:
-                        built = self._build(ctx, pkg, version, start)
+                        built = self._build(ctx, pkg, version, start, key)
                     finally:
                         self.building.discard(pkg.source)
                     if isinstance(built, DependencyOutcome):
@@ -96,7 +97,7 @@ class DependencyBuilder:
                                  f"({how}; {files} files copied in {seconds:.2f}s)", cached=cached,
                                  seconds=seconds, files=files, consumer=consumer)
 
-    def _build(self, ctx: RunContext, pkg: deps.Package, version: str | None, start: float):
+    def _build(self, ctx: RunContext, pkg: deps.Package, version: str | None, start: float, key: str):
         from crossbuild.agent.loop import Agent
 
         source = pkg.source if ":" in pkg.source or "/" in pkg.source else f"debian:{pkg.source}"
@@ -126,7 +127,7 @@ class DependencyBuilder:
                                      f"(run {outcome.run_id}, workspace {ws.root})")
         try:
             entry = deps.store(ctx.target.name, pkg.source, version, stage, prefix=ctx.prefix,
-                               build_s=time.monotonic() - start, run_id=outcome.run_id)
+                               build_s=time.monotonic() - start, run_id=outcome.run_id, key=key)
         except safefs.UnsafePath as e:  # its build made a folder on the staged path a link: nothing is taken
             return DependencyOutcome(False, pkg.source, pkg.source,
                                      f"the staged install of {source} is not a plain folder tree ({e.filename} is "

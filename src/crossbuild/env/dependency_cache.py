@@ -119,8 +119,29 @@ _COMPILE_RECIPE = 2
 
 def cache_key(target: str, source: str, version: str | None, options: dict | None = None) -> str:
     raw = json.dumps({"target": target, "source": source, "version": version or "default", "zig": host.zig_version(),
-                      "options": options or {}, "recipe": _COMPILE_RECIPE}, sort_keys=True)
+                      "options": options or {}, "recipe": _COMPILE_RECIPE, "local": local_source_state(source)},
+                     sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def local_source_state(source: str) -> str | None:
+    """What a local folder or tarball (`--dep-source NAME=PATH`) holds now, for the cache key: the same path after
+    the user edited it must be built again, not reused. Names, sizes and modification times of a folder's entries
+    (links not followed); a tarball's bytes. None for a Debian package, whose name and version say it all."""
+    path = Path(source)
+    if not path.is_absolute():
+        return None
+    digest = hashlib.sha256()
+    if path.is_file():
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    elif path.is_dir():
+        for entry in safefs.walk_files(path):
+            digest.update(f"{entry.rel}\0{entry.st.st_mode}\0{entry.st.st_size}\0{entry.st.st_mtime_ns}\n".encode())
+    else:
+        return "missing"
+    return digest.hexdigest()[:16]
 
 
 @dataclass
@@ -145,8 +166,11 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", name)[:60]
 
 
-def lookup(target: str, source: str, version: str | None, options: dict | None = None) -> CachedDependency | None:
-    key = cache_key(target, source, version, options)
+def lookup(target: str, source: str, version: str | None, options: dict | None = None, *,
+           key: str | None = None) -> CachedDependency | None:
+    """KEY: the cache_key taken before the build, so a local source edited meanwhile is not filed under its new
+    state."""
+    key = key or cache_key(target, source, version, options)
     manifest = deps_root() / target / f"{_safe(source)}-{key}" / "manifest.json"
     if not manifest.is_file():
         return None
@@ -154,11 +178,11 @@ def lookup(target: str, source: str, version: str | None, options: dict | None =
 
 
 def store(target: str, source: str, version: str | None, stage: Path, *, prefix: Path, build_s: float,
-          run_id: str | None, options: dict | None = None) -> CachedDependency:
+          run_id: str | None, options: dict | None = None, key: str | None = None) -> CachedDependency:
     """Copy a staged install (STAGE/<prefix>: DESTDIR, written by a build) into the cache and rename it in atomically.
     The copy is checked: folders, regular files and links that stay inside the tree only; whatever else the
     build left there (links out, FIFOs, devices) is not copied and is listed in `rejected`."""
-    key = cache_key(target, source, version, options)
+    key = key or cache_key(target, source, version, options)
     entry = CachedDependency(target=target, source=source, version=version, key=key, prefix=str(prefix), files=[],
                              built_at=time.time(), build_s=build_s, run_id=run_id)
     final = entry.dir
