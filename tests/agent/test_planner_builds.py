@@ -752,3 +752,86 @@ def test_an_edited_local_dependency_is_built_again_not_reused_from_the_cache(tmp
     (tmp_path / "tables" / "tables.h").write_text(TABLES_DEPENDENCY["tables.h"] + "#define TABLES_EDITED 1\n")
     assert build("edited")["cached"] is False
     assert "TABLES_EDITED" in (tmp_path / "edited" / "prefix" / "include" / "tables.h").read_text()
+
+
+TAP_RUNNER = r"""
+/* like libuv's uv_run_tests: each test in a child that abort()s when a check fails; the runner prints TAP, then
+   the child's output prefixed "# " */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void adds(void) { if (1 + 1 != 2) abort(); }
+static void connects(void) {
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(80)};
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    inet_pton(AF_INET, "192.0.2.1", &to.sin_addr);
+    if (connect(s, (struct sockaddr *)&to, sizeof to) != 0) {
+        fprintf(stderr, "connect: %%s\n", strerror(errno));
+        abort();
+    }
+}
+static void %(third)s(void) { %(third_body)s }
+
+static int run(int n, const char *name, void (*test)(void)) {
+    int out[2], status;
+    char got[4096];
+    ssize_t len, total = 0;
+    pipe(out);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        dup2(out[1], 1); dup2(out[1], 2); close(out[0]);
+        test();
+        _exit(0);
+    }
+    close(out[1]);
+    while (total < (ssize_t)sizeof got - 1 && (len = read(out[0], got + total, sizeof got - 1 - total)) > 0)
+        total += len;
+    got[total] = 0;
+    waitpid(child, &status, 0);
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    printf("%%s %%d - %%s\n", ok ? "ok" : "not ok", n, name);
+    for (char *line = strtok(got, "\n"); !ok && line; line = strtok(NULL, "\n")) printf("# %%s\n", line);
+    return ok;
+}
+
+int main(void) {
+    printf("1..3\n");
+    int failed = !run(1, "adds", adds) + !run(2, "connects", connects) + !run(3, "%(third)s", %(third)s);
+    return failed ? 1 : 0;
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("third, body, verified", [
+    ("subtracts", "if (2 - 1 != 1) abort();", True),
+    ("multiplies", "if (2 * 3 != 7) { fprintf(stderr, \"2 * 3 is not 7\\n\"); abort(); }", False),
+])
+def test_a_tap_runners_failed_tests_are_triaged_one_by_one(tmp_path, third, body, verified):
+    """The test whose child cannot connect (the sandbox has no network) aborts, which qemu reports as a crash;
+    read test by test, that abort follows the environment's evidence and does not block, while a check that
+    fails on its own still does, named in the verdict."""
+    project = tmp_path / "taprunner"
+    project.mkdir()
+    (project / "runner.c").write_text(TAP_RUNNER % {"third": third, "third_body": body})
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(taprunner C)\nadd_executable(run_tests runner.c)\n"
+        "enable_testing()\nadd_test(NAME all COMMAND run_tests)\ninstall(TARGETS run_tests)\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    run = next(s for s in out["verify"]["smoke_runs"] if s["path"].endswith("run_tests"))
+    assert not run["passed"], run
+    if verified:
+        assert run["triage"] == "environment", run
+        assert "2 - connects: the sandbox has no network: connect: Network unreachable (then aborted)" in run["why"]
+        assert out["status"] == "verified", r.stdout[-3000:]
+    else:
+        assert run["triage"] == "crashed" and "not ok 3 - multiplies: 2 * 3 is not 7" in run["why"], run
+        assert out["status"] != "verified"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from crossbuild.proof import tap
 from crossbuild.proof.triage import triage
 
 LIBARCHIVE = ["Unable to locate known reference file test_compat_gtar_1.tar.uu", "  Checked following directories:",
@@ -19,6 +20,11 @@ LIBARCHIVE = ["Unable to locate known reference file test_compat_gtar_1.tar.uu",
      "the sandbox has no network"),
     (["qemu: Unsupported syscall: 434"], "qemu-user does not emulate it"),
     (["tcgetattr: Inappropriate ioctl for device"], "it needs a terminal"),
+    # musl's wordings (strerror and gai_strerror printed by a musl program here)
+    (["connect: Network unreachable"], "the sandbox has no network"),
+    (["connect: Address not available"], "the sandbox has no network"),
+    (["getaddrinfo example.org: Name does not resolve"], "the sandbox has no network"),
+    (["tcgetattr: Not a tty"], "it needs a terminal"),
 ])
 def test_output_that_blames_the_environment_does_not_block(lines, why):
     t = triage(1, None, lines, 60)
@@ -66,3 +72,70 @@ def test_a_timeout_counts_only_as_slow_emulation_when_the_program_was_working():
     assert triage(None, "timeout", ["", "  "], 60).blocks
     assert triage(None, "timeout", ["[crossbuild: stopped (timeout) after 60.0s; process tree killed]"], 60).blocks
     assert triage(None, "output_limit", ["x"] * 10, 60).blocks
+
+
+# libuv's uv_run_tests on arm-linux-musleabihf (1.44.2, before its fixtures were found): each test runs in a child,
+# whose output the runner prints after the result, prefixed "# "
+UV_PASSING = ["1..410", "ok 1 - platform_output", "# Output from process `platform_output`:", "# uv_cwd: /ws/build",
+              "ok 2 - active"]
+UV_QEMU_FORK = ["not ok 40 - fork_threadpool_queue_work_simple", "# exit code 6",
+                "# Output from process `fork_threadpool_queue_work_simple`:", "# Queue in 203", "# **",
+                "# ERROR:../../accel/tcg/cpu-exec.c:954:cpu_exec: assertion failed: (cpu == current_cpu)",
+                "# Bail out! ERROR:../../accel/tcg/cpu-exec.c:954:cpu_exec: assertion failed: (cpu == current_cpu)",
+                "# Waited pid is 203 with status 32512",
+                "# Assertion failed in /ws/src/test/test-fork.c on line 88: 0 == WEXITSTATUS(child_stat)",
+                "# qemu: uncaught target signal 6 (Aborted) - core dumped"]
+UV_DNS = ["not ok 121 - getaddrinfo_basic", "# timeout", "# Output from process `getaddrinfo_basic`: (no output)"]
+UV_CHOWN = ["not ok 47 - fs_chown", "# exit code 6", "# Output from process `fs_chown`:",
+            "# Assertion failed in /ws/src/test/test-fs.c on line 316: req->result == UV_EPERM",
+            "# qemu: uncaught target signal 6 (Aborted) - core dumped"]
+# a test whose check aborts after saying the sandbox has no network
+NO_NETWORK = ["not ok 3 - tcp_connect", "# connect: Network unreachable",
+              "# qemu: uncaught target signal 6 (Aborted) - core dumped"]
+SEGFAULT_AFTER_NETWORK = ["not ok 4 - tcp_read", "# connect: Network is unreachable",
+                          "# qemu: uncaught target signal 11 (Segmentation fault) - core dumped"]
+
+
+def test_a_tap_runner_whose_failed_tests_each_name_the_environment_does_not_block():
+    t = triage(1, None, UV_PASSING + UV_QEMU_FORK + ["ok 41 - fork_timer"] + UV_DNS + NO_NETWORK, 60)
+    assert t.kind == "environment" and not t.blocks, t
+    assert t.why.startswith("3 of 6 tests failed, each for the test environment: 40 - "
+                            "fork_threadpool_queue_work_simple: qemu-user itself failed: "
+                            "ERROR:../../accel/tcg/cpu-exec.c:954"), t.why
+    assert "121 - getaddrinfo_basic: the runner's time limit struck under emulation" in t.why
+    assert "3 - tcp_connect: the sandbox has no network: connect: Network unreachable (then aborted)" in t.why
+    # stopped by crossbuild's own limit while still passing tests: slow emulation, with the same evidence
+    slow = triage(None, "timeout", UV_PASSING + UV_DNS, 60)
+    assert slow.kind == "environment" and slow.why.startswith("still running after 60s under emulation; 1 of 3 "
+                                                              "tests run (410 planned) failed"), slow.why
+
+
+def test_one_real_failure_among_a_tap_runners_passing_tests_blocks_and_is_named():
+    t = triage(1, None, UV_PASSING + UV_QEMU_FORK + UV_CHOWN + UV_DNS, 60)
+    assert t.blocks and t.kind == "crashed"
+    assert t.why.startswith("1 of 5 tests failed without a reason in the test environment (2 more with one); first: "
+                            "not ok 47 - fs_chown: Assertion failed in /ws/src/test/test-fs.c on line 316: "
+                            "req->result == UV_EPERM"), t.why
+    # any signal but an abort after the environment's evidence is a crash; a silent failure is a failure
+    assert triage(1, None, UV_PASSING + SEGFAULT_AFTER_NETWORK, 60).kind == "crashed"
+    silent = triage(1, None, UV_PASSING + ["not ok 3 - answer", "# got 41, expected 42"], 60)
+    assert silent.kind == "failed" and silent.why.endswith("3 - answer: got 41, expected 42")
+
+
+def test_tap_expected_failures_and_runners_that_crash_outside_a_test():
+    todo = UV_PASSING + ["not ok 3 - flaky # TODO known to fail"]
+    assert triage(1, None, todo, 60).kind == "failed"  # no test failed: read as a whole program that exited 1
+    assert triage(-11, None, UV_PASSING + UV_CHOWN, 60).kind == "crashed"  # the runner itself died
+    header_crash = ["Error relocating ./uv_run_tests: uv_foo: symbol not found", *UV_PASSING, *UV_DNS]
+    assert triage(1, None, header_crash, 60).kind == "crashed"
+
+
+def test_tap_result_lines_in_the_forms_the_protocol_allows():
+    run = tap.parse(["TAP version 13", "ok", "not ok 2 bar", "  ---", "  message: x", "ok 3 - baz # SKIP no network",
+                     "not ok 4 - qux # todo later", "1..4"])
+    assert run is not None and run.planned == 4 and run.header == ["TAP version 13"]
+    assert [(t.label, t.passed) for t in run.tests] == [("1", True), ("2 - bar", False), ("3 - baz", True),
+                                                        ("4 - qux", True)]
+    assert run.failed[0].lines == ["  ---", "  message: x"]
+    assert tap.parse(["not ok 1 - a", "not ok 2 - b"]) is None  # nothing passed: read as a whole program
+    assert tap.parse(["hello", "okay then"]) is None

@@ -59,6 +59,7 @@ class Agent:
         self.kb_attached: list[str] = []
         self.progress = ProgressMonitor()
         self._pending_nudge: str | None = None
+        self._failed_verify: VerifyReport | None = None  # the last verdict that refused the build, for the outcome
         self._sent = 0  # messages already recorded in the trace
         self._start = 0.0
         self.replay = replay  # a resumed run: its recorded turns and results come first
@@ -115,6 +116,8 @@ class Agent:
 
     def _outcome(self, reason: StopReason, message: str, report: VerifyReport | None = None,
                  output_dir: str | None = None) -> RunOutcome:
+        # a run that ends unverified still reports its last verdict: the table says which program failed and why
+        report = report or self._failed_verify
         return RunOutcome(run_id=self.run_id, status=reason.status, stop_reason=reason, message=message, verify=report,
                           output_dir=output_dir, steps=self.steps, tool_calls=self.tool_calls, usage=self.usage,
                           cost_usd=self._cost(), wall_s=time.monotonic() - self._start,
@@ -332,6 +335,7 @@ class Agent:
         if report.ok:
             return Stop(StopReason.VERIFIED, data["summary"], report, out_dir)
         # not verified: the model gets the reasons (in place of "finish requested") and may continue
+        self._failed_verify = report
         result.ok = False
         result.error_type = ErrorType.COMMAND_FAILED
         result.data["verify"] = {"ok": False, "reasons": report.reasons[:30]}

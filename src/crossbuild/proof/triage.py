@@ -6,12 +6,19 @@ its test data, reach the network, get a terminal, make a syscall qemu-user does 
 sandbox forbids, or that was still running when the emulated time limit struck, is reported with the line that
 shows it and does not block: it proved the binary loads and runs on the target, and its own verdict is about the
 machine it ran on. Nothing is excused without such a line in the log.
+
+A TAP runner (libuv's, glib's) is read test by test: each failed test's own lines are triaged as a program's
+would be, so a runner whose failed tests all name the environment does not block, and one real failure among
+hundreds of passing tests still does, named with its evidence. A line showing qemu-user's own assertion failing
+(after a fork in a threaded program) is the emulator's fault, whatever the program printed after it.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from crossbuild.proof import tap
 
 # Failing to load or crashing is always the build's fault, whatever else the output says.
 # "Exec format error" only as a failed start (`./prog: `, `execve(): `, `cannot execute binary file`): glog's
@@ -21,6 +28,11 @@ _CRASH = re.compile(r"qemu: uncaught target signal|Segmentation fault|Illegal in
                     r"cannot open shared object file|symbol not found|Could not open '|cannot execute binary file|"
                     r"(\bexec\w*(\(\))?|[\w.+-]*/[\w./+-]+): Exec format error|"
                     r"core dumped|Aborted|stack smashing detected|symbol lookup error|version `GLIBC_[\d.]+' not found")
+_QEMU_ITSELF = re.compile(r"ERROR:\S*\b(accel|tcg|linux-user|plugins|target|util)/\S+:\d+:\S+: assertion failed|"
+                          r"qemu-\w+: \S+:\d+: \S+: Assertion .* failed")
+_ABORT = re.compile(r"uncaught target signal 6 \(Aborted\)|^\s*Aborted\b")
+_TEST_TIMEOUT = re.compile(r"^#?\s*timeout\b|\btimed out\b", re.IGNORECASE)
+_TELLING = re.compile(r"assert|fail|error|expected|mismatch", re.IGNORECASE)
 _USAGE = re.compile(r"^\s*(usage|Usage|USAGE)\b|\b(usage|Usage|USAGE):|takes (exactly )?(\d+|one|two) arguments?")
 _ENVIRONMENT = [
     ("its test data is not where it looks", re.compile(
@@ -28,12 +40,15 @@ _ENVIRONMENT = [
         r"input|sample)|(test|data|reference|input) (file|files|directory|folder)\b.*\b(not found|missing|does not "
         r"exist)|No such file or directory")),
     ("the sandbox has no network", re.compile(
-        r"Network is unreachable|Connection refused|Temporary failure in name resolution|Name or service not known|"
-        r"Address family not supported|Cannot assign requested address|No address associated with hostname|"
+        # glibc's and musl's strerror/gai_strerror wordings: the test programs crossbuild builds use musl's
+        r"Network is unreachable|Network unreachable|Network is down|Host is unreachable|No route to host|"
+        r"Connection refused|Temporary failure in name resolution|Name or service not known|Name does not resolve|"
+        r"Address family not supported|Cannot assign requested address|Address not available|"
+        r"No address associated with hostname|"
         r"Failed to get an IP address|[Cc]ould not resolve|getaddrinfo|[Cc]onnect(ing)? to \S+ .*failed")),
     ("qemu-user does not emulate it", re.compile(
         r"[Uu]nsupported syscall|Function not implemented|\bENOSYS\b|\bptrace\b|PTRACE_")),
-    ("it needs a terminal", re.compile(r"Inappropriate ioctl for device|not a tty|\bisatty\b|/dev/tty")),
+    ("it needs a terminal", re.compile(r"Inappropriate ioctl for device|[Nn]ot a tty|\bisatty\b|/dev/tty")),
     ("the sandbox forbids it", re.compile(r"Operation not permitted|Permission denied|Read-only file system")),
 ]
 
@@ -51,6 +66,12 @@ class Triage:
 def triage(exit_code: int | None, stopped: str | None, lines: list[str], timeout_s: float) -> Triage:
     """LINES: the program's output (without crossbuild's header). Called only for a run that did not pass."""
     lines = [line for line in lines if not line.startswith("[crossbuild:")]  # the sandbox's own notes
+    run = tap.parse(lines)
+    if run is not None and run.failed and (exit_code is None or exit_code >= 0):
+        return _triage_tap(run, stopped, timeout_s)
+    qemu = _first(_QEMU_ITSELF, lines)
+    if qemu:
+        return Triage("environment", f"qemu-user itself failed: {qemu[:200]}")
     crash = _first(_CRASH, lines)
     if crash or (exit_code is not None and exit_code < 0):
         return Triage("crashed", crash or f"killed by signal {-exit_code}")
@@ -63,11 +84,63 @@ def triage(exit_code: int | None, stopped: str | None, lines: list[str], timeout
         return Triage("failed", stopped)
     if exit_code in (1, 2, 64, 255) and _first(_USAGE, lines[:20]):
         return Triage("usage", f"printed its usage (exit {exit_code}; needs arguments)")
-    for what, pattern in _ENVIRONMENT:
+    environment = _environment(lines)
+    if environment:
+        what, line = environment
+        return Triage("environment", f"{what}: {line[:200]}")
+    return Triage("failed", f"exit {exit_code}")
+
+
+def _triage_tap(run: tap.TapRun, stopped: str | None, timeout_s: float) -> Triage:
+    crash = _first(_CRASH, run.header)  # the runner's own lines, before any test
+    if crash:
+        return Triage("crashed", crash)
+    if stopped and stopped != "timeout":
+        return Triage("failed", stopped)
+    verdicts = [(test, _triage_test(test.lines)) for test in run.failed]
+    counted = f"of {len(run.tests)} tests" + (f" run ({run.planned} planned)" if stopped == "timeout" else "")
+    blocking = [(test, v) for test, v in verdicts if v.blocks]
+    if blocking:
+        test, v = blocking[0]
+        kind = "crashed" if any(v.kind == "crashed" for _, v in blocking) else "failed"
+        return Triage(kind, f"{len(blocking)} {counted} failed without a reason in the test environment "
+                            f"({len(verdicts) - len(blocking)} more with one); first: not ok {test.label}: "
+                            f"{v.why}"[:400])
+    slow = f"still running after {timeout_s:.0f}s under emulation; " if stopped == "timeout" else ""
+    reasons = "; ".join(f"{test.label}: {v.why}" for test, v in verdicts[:3])
+    more = f"; and {len(verdicts) - 3} more" if len(verdicts) > 3 else ""
+    return Triage("environment", f"{slow}{len(verdicts)} {counted} failed, each for the test environment: "
+                                 f"{reasons}{more}"[:600])
+
+
+def _triage_test(lines: list[str]) -> Triage:
+    """One failed TAP test, from the lines its runner printed after its result. Such runners run each test in a
+    child that abort()s when a check fails, so an abort after a line that names the environment is that check
+    failing, not a crash; any other signal still is."""
+    lines = [line.removeprefix("# ") for line in lines]  # the runner's diagnostics prefix
+    qemu = _first(_QEMU_ITSELF, lines)
+    if qemu:
+        return Triage("environment", f"qemu-user itself failed: {qemu[:160]}")
+    crashes = [line for line in lines if _CRASH.search(line)]
+    environment = _environment(lines, (("the runner's time limit struck under emulation", _TEST_TIMEOUT),))
+    telling = _first(_TELLING, lines)
+    if crashes and not (environment and all(_ABORT.search(line) for line in crashes)):
+        crash = crashes[0].strip()
+        last_words = telling or _last(lines[:lines.index(crashes[0])])  # what the test said before it died
+        return Triage("crashed", f"{last_words[:160]} ({crash[:80]})" if last_words else crash)
+    if environment:
+        what, line = environment
+        return Triage("environment", f"{what}: {line[:160]}" + (" (then aborted)" if crashes else ""))
+    return Triage("failed", (telling or _last(lines) or "no output")[:200])
+
+
+def _environment(lines: list[str], first: tuple[tuple[str, re.Pattern[str]], ...] = ()) -> tuple[str, str] | None:
+    """(what the environment lacked, the line that shows it), or None."""
+    for what, pattern in [*first, *_ENVIRONMENT]:
         line = _first(pattern, lines)
         if line:
-            return Triage("environment", f"{what}: {line[:200]}")
-    return Triage("failed", f"exit {exit_code}")
+            return what, line
+    return None
 
 
 def _first(pattern: re.Pattern[str], lines: list[str]) -> str | None:
