@@ -1,6 +1,9 @@
 """The agent loop: ask the model, dispatch every call (exactly one result each, in the model's order), attach
 knowledge-base entries to failed build commands, watch budgets and progress, and let only the verifier say
-"verified". Every model call and tool call lands in the trace as it happens."""
+"verified". Every model call and tool call lands in the trace as it happens.
+
+Longer than 350 lines: the steps of one run share its state (messages, budgets, progress, trace, the last verdict);
+what stands alone already lives beside it (budgets, context_window, finish, outcome, progress, resume)."""
 
 from __future__ import annotations
 
@@ -59,7 +62,8 @@ class Agent:
         self.kb_attached: list[str] = []
         self.progress = ProgressMonitor()
         self._pending_nudge: str | None = None
-        self._failed_verify: VerifyReport | None = None  # the last verdict that refused the build, for the outcome
+        # the last verdict that refused the build: an unverified run's outcome says which program failed and why
+        self._failed_verify: VerifyReport | None = None
         self._sent = 0  # messages already recorded in the trace
         self._start = 0.0
         self.replay = replay  # a resumed run: its recorded turns and results come first
@@ -116,12 +120,10 @@ class Agent:
 
     def _outcome(self, reason: StopReason, message: str, report: VerifyReport | None = None,
                  output_dir: str | None = None) -> RunOutcome:
-        # a run that ends unverified still reports its last verdict: the table says which program failed and why
-        report = report or self._failed_verify
-        return RunOutcome(run_id=self.run_id, status=reason.status, stop_reason=reason, message=message, verify=report,
-                          output_dir=output_dir, steps=self.steps, tool_calls=self.tool_calls, usage=self.usage,
-                          cost_usd=self._cost(), wall_s=time.monotonic() - self._start,
-                          kb_attached=list(self.kb_attached))
+        return RunOutcome(run_id=self.run_id, status=reason.status, stop_reason=reason, message=message,
+                          verify=report or self._failed_verify, output_dir=output_dir, steps=self.steps,
+                          tool_calls=self.tool_calls, usage=self.usage, cost_usd=self._cost(),
+                          wall_s=time.monotonic() - self._start, kb_attached=list(self.kb_attached))
 
     def _cost(self) -> float | None:
         return cost_usd(self.model.name, self.usage)

@@ -174,7 +174,7 @@ class Planner:
                 handler(result.data, result)
         elif result.name == "finish" and result.is_error:
             reasons = result.data.get("verify", {}).get("reasons") or [result.text[:500]]
-            if self._rebuild_with_fixes(result.data.get("kb") or [], kinds=_VERDICT_FIX_KINDS):
+            if self._rebuild_with_fixes(result.data.get("kb") or [], kinds=_VERDICT_FIX_KINDS, keep_tests=True):
                 # the verdict's knowledge names a fix (a test's assumption about the compiler): build again with it
                 s.notes.append("built again after the verdict: " + "; ".join(reasons[:2])[:300])
                 return
@@ -305,11 +305,13 @@ class Planner:
                             f"{attached}; no fix left that the planner can apply."
                             + (f" Full log: {data['log']}" if data.get("log") else ""))
 
-    def _rebuild_with_fixes(self, kb: list[dict[str, Any]], kinds: frozenset[str] | None = None) -> bool:
+    def _rebuild_with_fixes(self, kb: list[dict[str, Any]], kinds: frozenset[str] | None = None,
+                            keep_tests: bool = False) -> bool:
         """While rounds of fixes are left, apply the ones KB names (of KINDS) and build again, clean, from
-        configuring (the steps before it, such as autoreconf, kept): True when it will."""
+        configuring (the steps before it, such as autoreconf, kept): True when it will. KEEP_TESTS (after a
+        failed verdict): no argument that turns the project's tests off, or the failing tests would pass unrun."""
         s = self.state
-        if s.attempts >= self.max_attempts or not self._apply_fixes(kb, kinds):
+        if s.attempts >= self.max_attempts or not self._apply_fixes(kb, kinds, keep_tests):
             return False
         s.attempts += 1
         s.phase, s.clean_first = "steps", True
@@ -352,8 +354,10 @@ class Planner:
             s.feature_of[pattern] = name
             s.pending_disable.append(pattern)
 
-    def _apply_fixes(self, kb_entries: list[dict[str, Any]], kinds: frozenset[str] | None = None) -> bool:
-        """Apply the entries' actions (only those of KINDS, when given): True when one that changes the build was."""
+    def _apply_fixes(self, kb_entries: list[dict[str, Any]], kinds: frozenset[str] | None = None,
+                     keep_tests: bool = False) -> bool:
+        """Apply the entries' actions (only those of KINDS, when given; without arguments that turn tests off, when
+        KEEP_TESTS): True when one that changes the build was."""
         s = self.state
         applied_any = False
         for entry in kb_entries:
@@ -364,9 +368,11 @@ class Planner:
                     continue
                 kind = action["kind"]
                 if kind in ("cmake_args", "meson_args", "configure_args", "make_args"):
-                    if ARG_KIND.get(s.system or "") != kind and kind != "make_args":
+                    args = [a for a in action.get("args", []) if not (keep_tests and _TURNS_TESTS_OFF.search(a))]
+                    if (ARG_KIND.get(s.system or "") != kind and kind != "make_args") or not args:
                         continue
-                    s.extra[kind] += action.get("args", [])
+                    s.extra[kind] += args
+                    action = {**action, "args": args}  # the note says what was taken
                 elif kind == "cache_vars" and s.system in ("autotools", "configure"):
                     s.extra["configure_args"] += action.get("args", [])
                 elif kind == "env":
@@ -405,6 +411,9 @@ class Planner:
 
 # After a failed verdict only fixes that change how the same code is compiled are taken (-fno-builtin for a test
 # that counts allocations): one that drops tests or goals would hide the failing test it was attached for.
+# -DBUILD_TESTING=OFF, -DX_TESTS:BOOL=OFF, -Dtests=false, --disable-tests, --without-check, TESTS= (make's emptied)
+_TURNS_TESTS_OFF = re.compile(r"^-D\w*(TEST|CHECK)\w*(:\w+)?=(OFF|FALSE|NO|0|disabled)$|"
+                              r"^--(disable|without)-[\w-]*(test|check)|^(TESTS|check_PROGRAMS)=$", re.IGNORECASE)
 _VERDICT_FIX_KINDS = frozenset({"cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env",
                                 "clean"})
 
