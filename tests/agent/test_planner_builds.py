@@ -835,3 +835,45 @@ def test_a_tap_runners_failed_tests_are_triaged_one_by_one(tmp_path, third, body
     else:
         assert run["triage"] == "crashed" and "not ok 3 - multiplies: 2 * 3 is not 7" in run["why"], run
         assert out["status"] != "verified"
+
+
+GENERATOR_MAKEFILE = """\
+# like sqlite3 as Debian patches it: the table generator is built for the build machine only on the Makefile's own
+# cross-building branch, which nothing but the project's packaging sets
+ifeq ($(CROSS_BUILDING),yes)
+GEN = gen-for-build
+else
+GEN = gen
+endif
+
+all: table_check
+
+gen-for-build: gen.c
+\t$(CC_FOR_BUILD) -o $@ gen.c
+gen: gen.c
+\t$(CC) -o $@ gen.c
+table.h: $(GEN)
+\t./$(GEN) > $@
+table_check: table_check.c table.h
+\t$(CC) -o $@ table_check.c
+install: table_check
+\tmkdir -p $(DESTDIR)$(PREFIX)/bin && cp table_check $(DESTDIR)$(PREFIX)/bin/
+clean:
+\trm -f gen gen-for-build table.h table_check
+"""
+
+
+@pytest.mark.slow
+def test_a_makefiles_own_cross_building_switch_is_turned_on(tmp_path):
+    """Without the switch, the generator is compiled for the target and the shell reads its bytes as a script
+    ("./gen: 1: Syntax error"); CC_FOR_BUILD from the knowledge base does not help, the rule uses $(CC)."""
+    project = tmp_path / "gen"
+    project.mkdir()
+    (project / "Makefile").write_text(GENERATOR_MAKEFILE)
+    (project / "gen.c").write_text('#include <stdio.h>\nint main(void){printf("#define ANSWER %d\\n", 6 * 7);}\n')
+    (project / "table_check.c").write_text('#include "table.h"\nint main(void){return ANSWER == 42 ? 0 : 1;}\n')
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out.get("status") == "verified", r.stdout[-3000:] + r.stderr[-2000:]
+    assert "CROSS_BUILDING=yes" in " ".join(_commands(tmp_path / "runs.db", out["run_id"]))
+    runs = out["verify"]["smoke_runs"]
+    assert [s["passed"] for s in runs if s["path"].endswith("table_check")] == [True], runs

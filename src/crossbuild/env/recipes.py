@@ -246,6 +246,25 @@ def default_goal(makefile: str) -> MakeGoal | None:
     return MakeGoal(goal, rules[goal], goal in recipes_of)
 
 
+# A Makefile's own switch for cross-building: `ifeq ($(CROSS_BUILDING),yes)` (sqlite3 as Debian patches it builds
+# lemon with $(BCC) only then), `ifdef CROSS_COMPILING`. Not CROSS_COMPILE, which kbuild-style Makefiles take as a
+# tool prefix.
+_CROSS_NAME = r"(?:IS_)?CROSS_?(?:BUILDING|COMPILING)"
+_CROSS_IFEQ = re.compile(r"^\s*ifeq\s*[(\"']\s*\$[({](" + _CROSS_NAME +
+                         r")[)}]\s*[,\"' ]\s*[\"']?\s*(yes|1|true)\s*[\"')]", re.IGNORECASE | re.MULTILINE)
+_CROSS_IFDEF = re.compile(r"^\s*if(?:def\s+(" + _CROSS_NAME + r")\s*$|neq\s*\(\s*\$[({](" + _CROSS_NAME +
+                          r")[)}]\s*,\s*\))", re.IGNORECASE | re.MULTILINE)
+
+
+def cross_switches(makefile: str) -> list[str]:
+    """The make arguments that turn on a Makefile's own cross-building branch (`CROSS_BUILDING=yes`), read from its
+    conditionals: the variable is the project's, set by nobody else when it cross-builds."""
+    found = {m.group(1): m.group(2) for m in _CROSS_IFEQ.finditer(makefile)}
+    for m in _CROSS_IFDEF.finditer(makefile):
+        found.setdefault(m.group(1) or m.group(2), "1")
+    return [f"{name}={value}" for name, value in sorted(found.items())]
+
+
 def _expand(words: str, variables: dict[str, str], depth: int = 0) -> str:
     """$(NAME) and ${NAME} replaced by plain variables' values (anything else stays, and makes the goal unknown)."""
     if depth > 10:

@@ -201,6 +201,10 @@ class Planner:
             s.blocked_reason = f"no build system found ({s.system})"
             return
         s.phase = "steps"
+        cross = data.get("make_cross_switches") or []
+        if cross and s.system in ("make", "configure", "autotools"):
+            s.extra["make_args"] += cross
+            s.notes.append(f"the Makefile's own switch for cross-building: make {' '.join(cross)}")
         self._take_debian_hints(data.get("debian_rules") or {})
 
     def _take_debian_hints(self, rules: dict[str, Any]) -> None:

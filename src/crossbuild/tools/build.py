@@ -98,6 +98,9 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         lines.append("project choices (CMake cache): " + "; ".join(
             f"{k}={c['value']!r} ({c['help'][:80]})" for k, c in choices.items())[:1500])
     goals = make_goals(ctx.root, source) if system in ("make", "configure") else None
+    cross = make_cross_switches(ctx.root, source) if system in ("make", "configure", "autotools") else []
+    if cross:
+        lines.append(f"the Makefile's own switch for cross-building: make {' '.join(cross)}")
     switches = configure_options(ctx.root, source) if system in ("autotools", "configure") else {}
     if switches:
         lines.append(f"configure can turn off: {' '.join(sorted(switches.values()))[:1000]}")
@@ -105,7 +108,7 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         lines.append(f"make's default goal `{goals['default']}` builds: {' '.join(goals['prerequisites'])[:600]}")
     return ToolResult(ok=True, message="\n".join(lines),
                       data={"options": options, "choice_options": choices, "configure_options": switches,
-                            "make_goals": goals,
+                            "make_goals": goals, "make_cross_switches": cross,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
                             "commands": len(ctx.commands), "config_scripts": config_scripts(ctx.root, source),
@@ -145,6 +148,19 @@ def make_goals(root: Path, source: str = "src") -> dict[str, Any] | None:
         return {"default": found.name, "prerequisites": found.prerequisites, "has_recipe": found.has_recipe,
                 "essential": found.essential()}
     return None
+
+
+def make_cross_switches(root: Path, source: str = "src") -> list[str]:
+    """`CROSS_BUILDING=yes` where the source folder's Makefile (or the Makefile.in configure makes it from) has
+    a branch for cross-building (read, never run)."""
+    found: list[str] = []
+    for name in ("GNUmakefile", "makefile", "Makefile", "Makefile.in"):
+        try:  # the project's file: no link followed, bounded
+            text = safefs.read_text(root, f"{source}/{name}", max_bytes=4 << 20)
+        except OSError:
+            continue
+        found += [s for s in recipes.cross_switches(text) if s not in found]
+    return found
 
 
 def project_options(root: Path, build: str = "build") -> dict[str, str]:
