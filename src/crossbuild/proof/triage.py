@@ -98,7 +98,8 @@ def _triage_tap(run: tap.TapRun, stopped: str | None, timeout_s: float) -> Triag
     if stopped and stopped != "timeout":
         return Triage("failed", stopped)
     verdicts = [(test, _triage_test(test.lines)) for test in run.failed]
-    counted = f"of {len(run.tests)} tests" + (f" run ({run.planned} planned)" if stopped == "timeout" else "")
+    counted = f"of {len(run.tests)} tests" + (" run" if stopped == "timeout" else "") + (
+        f" ({run.planned} planned)" if stopped == "timeout" and run.planned else "")
     blocking = [(test, v) for test, v in verdicts if v.blocks]
     if blocking:
         test, v = blocking[0]
