@@ -45,7 +45,8 @@ def test_a_build_started_from_the_page_is_watched_live_to_verified_and_replayed(
     configure = page.locator(".call", has=page.locator("summary", has_text="cmake -S src -B build"))
     configure.locator("summary").click()
     configure.locator(".open-log").click()
-    assert "Build files have been written to" in configure.locator("pre.log").inner_text(timeout=10_000)
+    # the log arrives by a fetch into a hidden <pre>: wait for its text (reading it at once raced the fetch under load)
+    configure.locator("pre.log", has_text="Build files have been written to").wait_for(timeout=30_000)
     # the runs list shows it, and its page is the same story, replayed from the trace
     page.goto(server.url + "/")
     row = page.locator(f"tr[data-run='{run_id}']")
