@@ -73,6 +73,14 @@ def test_reads_refuse_links_fifos_and_oversize(planted):
     assert safefs.read_text(t, "lib/libz.so.1.3", max_bytes=100) == "real library\n"
 
 
+def test_an_optional_read_gives_none_for_what_a_read_refuses(planted):
+    t, _ = planted
+    for rel in ("lib/abs", "lib/fifo", "linkdir/secret", "lib/missing", "../outside/secret"):
+        assert safefs.read_text_or_none(t, rel, max_bytes=1 << 20) is None, rel
+    assert safefs.read_text_or_none(t, "lib/libz.so.1.3", max_bytes=4) is None
+    assert safefs.read_text_or_none(t, "lib/libz.so.1.3", max_bytes=100) == "real library\n"
+
+
 def test_writes_replace_a_planted_link_instead_of_following_it(planted):
     t, outside = planted
     safefs.write_atomic(t, "lib/abs", b"mine\n")

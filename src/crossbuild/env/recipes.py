@@ -100,11 +100,8 @@ def _is_root(anchor: Path, rel: str) -> bool:
     system = detect_or_none(anchor / rel)
     if system != "cmake":
         return system is not None
-    try:
-        text = safefs.read_text(anchor, f"{rel}/CMakeLists.txt", max_bytes=1 << 20)
-    except OSError:
-        return False
-    return re.search(r"^\s*project\s*\(", text, re.IGNORECASE | re.MULTILINE) is not None
+    text = safefs.read_text_or_none(anchor, f"{rel}/CMakeLists.txt", max_bytes=1 << 20)
+    return text is not None and re.search(r"^\s*project\s*\(", text, re.IGNORECASE | re.MULTILINE) is not None
 
 
 def detect_or_none(source: Path) -> str | None:

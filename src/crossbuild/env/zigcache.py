@@ -158,11 +158,8 @@ def languages_of(src: Path, *, limit: int = 20_000) -> tuple[str, ...]:
         return ("c",)
     for name, wants_cxx in (("CMakeLists.txt", _cmake_wants_cxx), ("configure.ac", _AUTOCONF_CXX.search),
                             ("configure.in", _AUTOCONF_CXX.search), ("meson.build", _MESON_CXX.search)):
-        try:
-            text = safefs.read_text(src, name, max_bytes=4 << 20)
-        except OSError:
-            continue
-        if wants_cxx(text):
+        text = safefs.read_text_or_none(src, name, max_bytes=4 << 20)
+        if text is not None and wants_cxx(text):
             return ("c", "c++")
     for seen, entry in enumerate(safefs.walk_files(src, prune=lambda rel: os.path.basename(rel).startswith("."))):
         if entry.name.endswith(_CXX_SUFFIXES):

@@ -123,6 +123,15 @@ def read_text(anchor: str | Path, rel: str | Path, *, max_bytes: int) -> str:
     return read_bytes(anchor, rel, max_bytes=max_bytes).decode("utf-8", errors="replace")
 
 
+def read_text_or_none(anchor: str | Path, rel: str | Path, *, max_bytes: int) -> str | None:
+    """read_text, or None when the file is missing, not a regular file, behind a link or too large: for the files
+    of a project (or of its build) that may or may not be there."""
+    try:
+        return read_text(anchor, rel, max_bytes=max_bytes)
+    except OSError:
+        return None
+
+
 def read_page(anchor: str | Path, rel: str | Path, *, offset: int, size: int) -> tuple[bytes, int]:
     """SIZE bytes of the regular file ANCHOR/REL from OFFSET, and the file's whole size: a long log read a page at
     a time, never whole."""

@@ -28,9 +28,8 @@ def working_dirs(root: Path, prune: frozenset[str] = frozenset(), within: Path |
     for entry in safefs.walk_files(root, prune=lambda rel: rel in prune):
         if entry.name != _NAME:
             continue
-        try:
-            text = safefs.read_text(root, entry.rel, max_bytes=4 << 20)
-        except OSError:
+        text = safefs.read_text_or_none(root, entry.rel, max_bytes=4 << 20)
+        if text is None:
             continue
         programs: dict[str, Path] = {}
         for kind, body in _COMMAND.findall(text):

@@ -128,20 +128,14 @@ def config_scripts(root: Path, source: str = "src") -> list[str]:
 
 def configure_options(root: Path, source: str = "src") -> dict[str, str]:
     """What the project's configure script can turn off (from its --help text; the script is never run here)."""
-    try:  # the project's file: no link followed, bounded
-        return recipes.configure_switches(safefs.read_text(root, f"{source}/configure", max_bytes=16 << 20))
-    except OSError:
-        return {}
+    text = safefs.read_text_or_none(root, f"{source}/configure", max_bytes=16 << 20)
+    return recipes.configure_switches(text) if text is not None else {}
 
 
 def make_goals(root: Path, source: str = "src") -> dict[str, Any] | None:
     """The source folder's Makefile: its default goal, the goal's prerequisites, and those that are not test goals
     (read, never run)."""
-    for name in ("GNUmakefile", "makefile", "Makefile"):
-        try:  # the project's (or its configure's) file: no link followed, bounded
-            text = safefs.read_text(root, f"{source}/{name}", max_bytes=4 << 20)
-        except OSError:
-            continue
+    for text in _makefiles(root, source, ("GNUmakefile", "makefile", "Makefile")):
         found = recipes.default_goal(text)
         if found is None:
             return None
@@ -154,13 +148,18 @@ def make_cross_switches(root: Path, source: str = "src") -> list[str]:
     """`CROSS_BUILDING=yes` where the source folder's Makefile (or the Makefile.in configure makes it from) has
     a branch for cross-building (read, never run)."""
     found: list[str] = []
-    for name in ("GNUmakefile", "makefile", "Makefile", "Makefile.in"):
-        try:  # the project's file: no link followed, bounded
-            text = safefs.read_text(root, f"{source}/{name}", max_bytes=4 << 20)
-        except OSError:
-            continue
+    for text in _makefiles(root, source, ("GNUmakefile", "makefile", "Makefile", "Makefile.in")):
         found += [s for s in recipes.cross_switches(text) if s not in found]
     return found
+
+
+def _makefiles(root: Path, source: str, names: tuple[str, ...]):
+    """The text of each of NAMES present in the source folder, in that order (the project's or its configure's
+    files: no link followed, bounded)."""
+    for name in names:
+        text = safefs.read_text_or_none(root, f"{source}/{name}", max_bytes=4 << 20)
+        if text is not None:
+            yield text
 
 
 def project_options(root: Path, build: str = "build") -> dict[str, str]:
@@ -178,9 +177,8 @@ def choice_options(root: Path, build: str = "build") -> dict[str, dict[str, str]
 def _cmake_cache(root: Path, build: str) -> dict[str, tuple[str, str, str]]:
     """NAME -> (type, value, help) of the project's entries in a CMake cache (the `//` lines above an entry are
     its help)."""
-    try:  # written by the build: no link followed, bounded
-        text = safefs.read_text(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20)
-    except OSError:
+    text = safefs.read_text_or_none(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20)  # written by the build
+    if text is None:
         return {}
     out, help_ = {}, []
     for line in text.splitlines():
