@@ -24,3 +24,19 @@ def test_a_failed_verdicts_knowledge_never_turns_the_projects_tests_off():
     planner.state.system, planner.state.phase = "meson", "finishing"
     planner._observe(Message("tool", "finish refused", name="finish", is_error=True, data=only_tests))
     assert planner.state.extra["meson_args"] == [] and planner.state.phase == "blocked"
+
+
+def test_the_makefiles_cross_switch_is_taken_once_whenever_make_runs_the_build():
+    """Not for CMake; taken after a switch from CMake to the project's configure; never twice."""
+    status = {"build_system": "cmake", "make_cross_switches": ["CROSS_BUILDING=yes"], "recipe": [
+        {"argv": ["cmake", "-S", "src", "-B", "build"], "cwd": ".", "phase": "configure", "env": {}}]}
+    planner = Planner()
+    planner._observe(Message("tool", "status", name="build_status", data=status))
+    assert planner.state.extra["make_args"] == []
+    configure = {**status, "build_system": "configure", "recipe": [
+        {"argv": ["../src/configure"], "cwd": "build", "phase": "configure", "env": {}}]}
+    for _ in range(2):
+        planner.state.phase = "switching"
+        planner._observe(Message("tool", "status", name="build_status", data=configure))
+        assert planner.state.system == "configure" and planner.state.phase == "steps"
+    assert planner.state.extra["make_args"] == ["CROSS_BUILDING=yes"]

@@ -201,11 +201,17 @@ class Planner:
             s.blocked_reason = f"no build system found ({s.system})"
             return
         s.phase = "steps"
-        cross = data.get("make_cross_switches") or []
+        self._take_cross_switches(data)
+        self._take_debian_hints(data.get("debian_rules") or {})
+
+    def _take_cross_switches(self, data: dict[str, Any]) -> None:
+        """The Makefile's own switch for cross-building (`CROSS_BUILDING=yes`), once, when make runs it: at the
+        start, or after a switch from CMake or Meson to the project's configure or Makefile."""
+        s = self.state
+        cross = [w for w in data.get("make_cross_switches") or [] if w not in s.extra["make_args"]]
         if cross and s.system in ("make", "configure", "autotools"):
             s.extra["make_args"] += cross
             s.notes.append(f"the Makefile's own switch for cross-building: make {' '.join(cross)}")
-        self._take_debian_hints(data.get("debian_rules") or {})
 
     def _take_debian_hints(self, rules: dict[str, Any]) -> None:
         """Debian's own configure switches that can only turn a feature off (debian_rules.switches_off), and the
@@ -237,6 +243,7 @@ class Planner:
         s.output_dir = data.get("output_dir", "build")
         s.source_dir = data.get("source_dir", s.source_dir)
         s.phase = "steps"
+        self._take_cross_switches(data)
 
     def _on_options(self, data: dict[str, Any], result: Message) -> None:
         s = self.state
