@@ -877,3 +877,22 @@ def test_a_makefiles_own_cross_building_switch_is_turned_on(tmp_path):
     assert "CROSS_BUILDING=yes" in " ".join(_commands(tmp_path / "runs.db", out["run_id"]))
     runs = out["verify"]["smoke_runs"]
     assert [s["passed"] for s in runs if s["path"].endswith("table_check")] == [True], runs
+
+
+@pytest.mark.slow
+def test_a_test_programs_assert_is_compiled_in_and_checked_under_qemu(tmp_path):
+    """CMake's Release adds -DNDEBUG, which turns assert() into nothing: a check program built so passes whatever
+    it tests. The recipe builds Release at -O2 without it, as distributions do, so a failing assert refuses."""
+    project = tmp_path / "asserts"
+    project.mkdir()
+    (project / "mul.c").write_text("int mul(int a, int b) { return a + b; }\n")  # the bug the check finds
+    (project / "check_mul.c").write_text(
+        "#include <assert.h>\nint mul(int, int);\nint main(void) { assert(mul(2, 3) == 6); return 0; }\n")
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(asserts C)\nadd_library(mul mul.c)\n"
+        "add_executable(check_mul check_mul.c)\ntarget_link_libraries(check_mul mul)\n"
+        "enable_testing()\nadd_test(NAME mul COMMAND check_mul)\ninstall(TARGETS mul check_mul)\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    run = next(s for s in out["verify"]["smoke_runs"] if s["path"].endswith("check_mul"))
+    assert not run["passed"] and "Assertion failed: mul(2, 3) == 6" in run["why"], run
+    assert out["status"] != "verified", r.stdout[-3000:]

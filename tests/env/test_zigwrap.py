@@ -186,6 +186,17 @@ def test_real_date_time_is_not_an_error(aarch64, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("flags, defined", [(["-O2"], False), (["-O3"], False), (["-Os"], False),
+                                            (["-O2", "-DNDEBUG"], True), (["-O0"], False)])
+def test_real_ndebug_only_where_the_project_defines_it(aarch64, tmp_path, flags, defined):
+    """zig cc defines NDEBUG at -O1 and above (gcc and clang never do), which compiled assert() out of every
+    optimised build, test programs included; the project's own -DNDEBUG still holds."""
+    src(tmp_path, "n.c", "#ifdef NDEBUG\n#error NDEBUG is defined\n#endif\nint n;\n")
+    r = run_in(aarch64, [str(aarch64.tool("zcc")), *flags, "-c", "n.c", "-o", "n.o"], tmp_path)
+    assert (r.returncode != 0 and "NDEBUG is defined" in r.stderr) if defined else r.returncode == 0, r.stderr
+
+
+@pytest.mark.slow
 def test_real_version_script_with_absent_symbol(aarch64, tmp_path):
     src(tmp_path, "z.c", "int present(void){return 1;}\n")
     src(tmp_path, "z.map", "ZLIB_1.0 { global: present; absent_symbol; local: *; };\n")

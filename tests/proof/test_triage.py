@@ -61,6 +61,16 @@ def test_load_failures_and_crashes_block_whatever_else_is_printed(exit_code, lin
     assert t.kind == "crashed" and t.blocks
 
 
+def test_a_crash_is_told_with_the_failed_assert_before_it():
+    """musl's and glibc's assert() wordings, then qemu's report of the abort: the assert is the evidence."""
+    for said in ("Assertion failed: mul(2, 3) == 6 (check_mul.c: main: 3)",
+                 "check_mul: check_mul.c:3: main: Assertion `mul(2, 3) == 6' failed."):
+        t = triage(134, None, ["starting", said, "qemu: uncaught target signal 6 (Aborted) - core dumped"], 60)
+        assert t.kind == "crashed" and t.why.startswith(said) and "signal 6" in t.why, t
+    t = triage(-11, None, ["loaded 3 rows", "qemu: uncaught target signal 11 (Segmentation fault) - core dumped"], 60)
+    assert t.why == "loaded 3 rows (qemu: uncaught target signal 11 (Segmentation fault) - core dumped)"
+
+
 def test_usage_printed_in_the_words_real_programs_use():
     zeroize = ["This program takes exactly 1 argument", "Zeroize is a simple program to assist with testing",
                "prints the first 1024 characters. Usage:", "", "       zeroize <FILE>"]  # mbedtls

@@ -113,8 +113,9 @@ def deps_root() -> Path:
     return host.cache_root() / "deps"
 
 
-# Raised when how crossbuild compiles changes what a dependency's files hold: 2, objects compiled -fPIE (zigwrap).
-_COMPILE_RECIPE = 2
+# Raised when how crossbuild compiles changes what a dependency's files hold: 2, objects compiled -fPIE (zigwrap);
+# 3, assert() compiled in: zig's own NDEBUG cancelled (zigwrap), CMake Release at -O2 without -DNDEBUG (recipes).
+_COMPILE_RECIPE = 3
 
 
 def cache_key(target: str, source: str, version: str | None, options: dict | None = None) -> str:

@@ -72,9 +72,11 @@ def triage(exit_code: int | None, stopped: str | None, lines: list[str], timeout
     qemu = _first(_QEMU_ITSELF, lines)
     if qemu:
         return Triage("environment", f"qemu-user itself failed: {qemu[:200]}")
-    crash = _first(_CRASH, lines)
-    if crash or (exit_code is not None and exit_code < 0):
-        return Triage("crashed", crash or f"killed by signal {-exit_code}")
+    crashes = [line for line in lines if _CRASH.search(line)]
+    if crashes:
+        return Triage("crashed", _crash_evidence(lines, crashes[0]))
+    if exit_code is not None and exit_code < 0:
+        return Triage("crashed", f"killed by signal {-exit_code}")
     if stopped == "timeout":
         if any(line.strip() for line in lines):  # it loaded and was working; emulation is slow
             return Triage("environment", f"still running after {timeout_s:.0f}s under emulation "
@@ -124,15 +126,21 @@ def _triage_test(lines: list[str]) -> Triage:
         return Triage("environment", f"qemu-user itself failed: {qemu[:160]}")
     crashes = [line for line in lines if _CRASH.search(line)]
     environment = _environment(lines, (("the runner's time limit struck under emulation", _TEST_TIMEOUT),))
-    telling = _first(_TELLING, lines)
     if crashes and not (environment and all(_ABORT.search(line) for line in crashes)):
-        crash = crashes[0].strip()
-        last_words = telling or _last(lines[:lines.index(crashes[0])])  # what the test said before it died
-        return Triage("crashed", f"{last_words[:160]} ({crash[:80]})" if last_words else crash)
+        return Triage("crashed", _crash_evidence(lines, crashes[0]))
     if environment:
         what, line = environment
         return Triage("environment", f"{what}: {line[:160]}" + (" (then aborted)" if crashes else ""))
-    return Triage("failed", (telling or _last(lines) or "no output")[:200])
+    return Triage("failed", (_first(_TELLING, lines) or _last(lines) or "no output")[:200])
+
+
+def _crash_evidence(lines: list[str], crash: str) -> str:
+    """The crash line with what the program said before it died: the failed assert() or check, when a line
+    before the crash names one, else its last words ("Assertion failed: mul(2, 3) == 6 (check.c: main: 3)
+    (qemu: uncaught target signal 6 (Aborted) - core dumped)")."""
+    before = lines[:lines.index(crash)]
+    last_words = _first(_TELLING, before) or _last(before)
+    return f"{last_words.strip()[:160]} ({crash.strip()[:80]})" if last_words else crash.strip()
 
 
 def _environment(lines: list[str], first: tuple[tuple[str, re.Pattern[str]], ...] = ()) -> tuple[str, str] | None:
