@@ -4,6 +4,7 @@ accept only the file types asked for, bound every read. Every such access in cro
 Paths are split into an ANCHOR the host trusts (a folder crossbuild made, or the user named) and a path below it;
 every component below the anchor is opened with O_NOFOLLOW relative to its parent's descriptor, so a link or a
 FIFO swapped in at any moment makes the call fail instead of leading elsewhere.
+Longer than 350 lines: every host-side way into a build's tree is here, so that one place holds the rule.
 """
 
 from __future__ import annotations
