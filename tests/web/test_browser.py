@@ -66,11 +66,12 @@ def test_four_builds_at_once_each_page_shows_only_its_own_story(server, browser)
         pages.append(page)
     for page in pages:
         page.wait_for_selector("#status.verified", timeout=BUILD_S)
-    for i, page in enumerate(pages):
-        story = page.locator("#timeline").inner_text()
-        # its own source (the page cuts long commands short, so the workspace path in a configure line may end
-        # before the workspace's name: how much shows depends on where the tests run)...
-        assert f"/root/calc{i}" in story, story
+    for i, (page, run_id) in enumerate(zip(pages, ids, strict=True)):
+        # the whole story, the calls' folded arguments too: a call's summary cuts a long command short, so the
+        # workspace path in the configure line may end before the workspace's name (how much shows depends on
+        # where the tests run); the full command is in its arguments
+        story = page.locator("#timeline").text_content()
+        assert f"/root/calc{i}" in story and f"calc{i}-aarch64-linux-musl-{run_id}" in story  # its own...
         for j, other in enumerate(ids):
             if j != i:  # ... and nobody else's
                 assert other not in story and f"/calc{j}-" not in story and f"/root/calc{j}" not in story
