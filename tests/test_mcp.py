@@ -20,7 +20,7 @@ from tests.conftest import EXAMPLE
 
 CROSSBUILD = str(Path(sys.executable).with_name("crossbuild"))
 TOOLS = {"open_workspace", "list_files", "read_file", "write_file", "edit_file", "run_command", "search_knowledge",
-         "build_dependency", "build_status", "verify"}
+         "build_dependency", "provide_build_tool", "build_status", "verify"}
 
 
 def _text(result) -> str:
@@ -53,6 +53,8 @@ async def _exercise_every_tool(c: Client) -> None:
     assert r.is_error and "no Debian package ships a file that provides" in _text(r)
     r = await c.call_tool("verify", {"path": "src", "run_tests": False})
     assert r.is_error and "NOT VERIFIED" in _text(r)
+    r = await c.call_tool("provide_build_tool", {"name": "/home/user/.ssh/id_rsa"})  # refused before any lookup
+    assert r.is_error and "is not a data file of a Debian package" in _text(r)
 
     # tool failures are isError results the model can act on
     r = await c.call_tool("read_file", {"path": "../../../etc/passwd"})

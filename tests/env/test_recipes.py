@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from crossbuild.env import recipes
 from crossbuild.env.recipes import cross_switches, default_goal
 
 
@@ -51,3 +52,23 @@ def test_a_makefiles_own_cross_building_switch_is_found_in_its_conditionals():
     # kbuild's CROSS_COMPILE is a tool prefix, and a branch for the native case is not a switch to turn on
     assert cross_switches("ifdef CROSS_COMPILE\nCC = $(CROSS_COMPILE)gcc\nendif\n"
                           "ifeq ($(CROSS_BUILDING),no)\nendif\n") == []
+
+
+def test_rules_a_makefile_keeps_behind_a_variable_are_found_with_the_switch_that_turns_them_on():
+    """re2's table rules live under `ifdef REBUILD_TABLES`; a rule in the `else` branch, one under another kind of
+    conditional, and special targets (.PRECIOUS) are not taken."""
+    makefile = ("all: lib\n"
+                "ifdef REBUILD_TABLES\n.PRECIOUS: re2/perl_groups.cc\nre2/perl_groups.cc: re2/make_perl_groups.pl\n"
+                "\tperl $< > $@\n\nre2/unicode_%.cc: re2/make_unicode_%.py re2/unicode.py\n\tpython3 $< > $@\n"
+                "else\nstale.cc:\n\ttouch $@\nendif\n"
+                "ifeq ($(OS),Windows)\nwin.o: win.c\nendif\n"
+                "ifneq ($(WITH_DOCS),)\nmanual.html: manual.txt\nendif\n")
+    rules = recipes.conditional_rules(makefile)
+    assert rules == {"re2/perl_groups.cc": "REBUILD_TABLES=1", "re2/unicode_%.cc": "REBUILD_TABLES=1",
+                     "manual.html": "WITH_DOCS=1"}
+    assert recipes.rule_switch("re2/unicode_casefold.cc", rules) == "REBUILD_TABLES=1"
+    assert recipes.rule_switch("re2/perl_groups.cc", rules) == "REBUILD_TABLES=1"
+    assert recipes.rule_switch("obj/re2/perl_groups.o", rules) == "REBUILD_TABLES=1"  # make names the object
+    assert recipes.rule_switch("obj/so/re2/unicode_groups.o", rules) == "REBUILD_TABLES=1"
+    assert recipes.rule_switch("obj/xre2/perl_groups.o", rules) is None
+    assert recipes.rule_switch("stale.cc", rules) is None and recipes.rule_switch("unicode_x.cc", rules) is None

@@ -197,6 +197,26 @@ def test_real_ndebug_only_where_the_project_defines_it(aarch64, tmp_path, flags,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("build_type, extra, defined", [("Release", [], False),
+                                                        ("Release", ["-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG"], True)])
+def test_real_cmake_build_types_a_model_picks_keep_assert_unless_asked(aarch64, tmp_path, build_type, extra,
+                                                                       defined):
+    """CMake's Release, RelWithDebInfo and MinSizeRel add -DNDEBUG; with crossbuild's toolchain file they do not,
+    so a model running its own `cmake -DCMAKE_BUILD_TYPE=Release` keeps the test programs' assert() checks. NDEBUG
+    asked for on the command line still holds."""
+    project = tmp_path / "p"
+    project.mkdir()
+    src(project, "CMakeLists.txt", "cmake_minimum_required(VERSION 3.16)\nproject(nd C)\nadd_executable(nd nd.c)\n")
+    src(project, "nd.c", "#ifdef NDEBUG\n#error NDEBUG is defined\n#endif\nint main(void){return 0;}\n")
+    r = run_in(aarch64, ["cmake", "-S", "p", "-B", "b", f"-DCMAKE_BUILD_TYPE={build_type}", *aarch64.cmake_args(),
+                         *extra], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run_in(aarch64, ["cmake", "--build", "b"], tmp_path)
+    assert (r.returncode != 0 and "NDEBUG is defined" in r.stdout + r.stderr) if defined else r.returncode == 0, \
+        r.stdout[-2000:] + r.stderr
+
+
+@pytest.mark.slow
 def test_real_version_script_with_absent_symbol(aarch64, tmp_path):
     src(tmp_path, "z.c", "int present(void){return 1;}\n")
     src(tmp_path, "z.map", "ZLIB_1.0 { global: present; absent_symbol; local: *; };\n")

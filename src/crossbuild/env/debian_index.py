@@ -28,9 +28,14 @@ from crossbuild.foundation import host
 
 CONTENTS = ("main/Contents-amd64.gz", "main/Contents-all.gz")
 TRIPLET = "x86_64-linux-gnu"  # the multiarch folder of the amd64 Contents read here; what a file is called is the same
-# The files a dependency is found by; everything else in Contents is left out of the index.
+# The files a dependency is found by, and the programs and data a build runs on the build machine (build_tools:
+# bison, gperf, /usr/share/unicode/...); everything else in Contents is left out of the index.
 _KEPT = re.compile(r"^usr/include/|^usr/lib/([^/]+/)?(pkgconfig/[^/]+\.pc|lib[^/]+\.(so|a))$|^usr/share/pkgconfig/|"
-                   r"/cmake/.*([Cc]onfig|-config)\.cmake$")
+                   r"/cmake/.*([Cc]onfig|-config)\.cmake$|^(usr/)?s?bin/[^/]+$|"
+                   r"^usr/share/(?!doc/|man/|locale/|info/|help/|icons/|gtk-doc/|lintian/|texlive/|texmf/|fonts/|"
+                   r"javascript/|zoneinfo/|i18n/|games/|sounds/|backgrounds/|themes/|pixmaps/|emacs/|vim/|gocode/|"
+                   r"cargo/|R/|octave/|php/|ruby\w*/|nodejs/|java/|qt\d/|kf\d/|gnome\w*/|plasma/|metainfo/|"
+                   r"applications/|bash-completion/|zsh/|fish/|dbus-1/|polkit-1/|mime/|doc-base/)[^/]+/")
 
 
 class IndexError_(RuntimeError):  # noqa: N801 - not the builtin IndexError
@@ -46,7 +51,17 @@ class Resolution:
 
 
 def index_path() -> Path:
-    return host.cache_root() / "debian-index" / "bookworm.sqlite"
+    return host.cache_root() / "debian-index" / "bookworm-2.sqlite"  # -2: programs and build-machine data kept
+
+
+def packages_with(path: str, *, progress=lambda _: None) -> list[str]:
+    """The binary packages whose files include PATH exactly (archive-relative: `usr/bin/bison`)."""
+    db = _open(progress)
+    try:
+        rows = db.execute("SELECT DISTINCT binary FROM files WHERE path = ? LIMIT 20", (path,)).fetchall()
+    finally:
+        db.close()
+    return sorted(r[0] for r in rows)
 
 
 def resolve(name: str, *, progress=lambda _: None) -> Resolution:

@@ -266,6 +266,51 @@ def cross_switches(makefile: str) -> list[str]:
     return [f"{name}={value}" for name, value in sorted(found.items())]
 
 
+_IF_SET = re.compile(r"^\s*if(?:def\s+([A-Za-z_]\w*)\s*$|neq\s*\(\s*\$[({]([A-Za-z_]\w*)[)}]\s*,\s*\)\s*$)")
+_RULE = re.compile(r"^([A-Za-z0-9_./%+-][^:=#\s]*(?:\s+[A-Za-z0-9_./%+-][^:=#\s]*)*)\s*::?(?!=)")
+
+
+def conditional_rules(makefile: str) -> dict[str, str]:
+    """The targets a Makefile has a rule for only when a variable is set (re2's tables under `ifdef REBUILD_TABLES`,
+    whose generated sources Debian's repack removed): target or %-pattern -> the make argument that turns the
+    rule on. Read, never run; only a block's own branch, not its `else`."""
+    out: dict[str, str] = {}
+    stack: list[str | None] = []  # per open conditional: the variable whose rules are taken, None for others
+    for line in makefile.replace("\\\n", " ").splitlines():
+        if line.startswith("\t"):
+            continue
+        m = _IF_SET.match(line)
+        if m:
+            stack.append(m.group(1) or m.group(2))
+        elif re.match(r"^\s*if(n?eq|n?def)\b", line):
+            stack.append(None)
+        elif re.match(r"^\s*else\b", line) and stack:
+            stack[-1] = None
+        elif re.match(r"^\s*endif\b", line) and stack:
+            stack.pop()
+        elif stack and stack[-1] and not line.startswith(".") and (rule := _RULE.match(line)):
+            for target in rule.group(1).split():
+                out.setdefault(target, f"{stack[-1]}=1")
+    return out
+
+
+def rule_switch(target: str, rules: dict[str, str]) -> str | None:
+    """The make argument that turns on the rule for TARGET among RULES (conditional_rules), or None. make names
+    the object it cannot make when the missing file is that object's source (`obj/re2/perl_groups.o` for
+    re2/perl_groups.cc), so the paths are compared without their extensions too, the rule's as a trailing part."""
+    for pattern, switch in rules.items():
+        exact = re.escape(pattern).replace("%", ".+", 1)
+        stem = re.escape(_without_extension(pattern)).replace("%", ".+", 1)
+        if re.fullmatch(exact, target) or re.fullmatch(f"(?:.*/)?{stem}", _without_extension(target)):
+            return switch
+    return None
+
+
+def _without_extension(path: str) -> str:
+    folder, _, name = path.rpartition("/")
+    return f"{folder}/{name.split('.', 1)[0]}" if folder else name.split(".", 1)[0]
+
+
 def _expand(words: str, variables: dict[str, str], depth: int = 0) -> str:
     """$(NAME) and ${NAME} replaced by plain variables' values (anything else stays, and makes the goal unknown)."""
     if depth > 10:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crossbuild.env import musl_sysroot
+from crossbuild.env import build_tools, musl_sysroot
 from crossbuild.foundation import host, safefs
 
 if TYPE_CHECKING:
@@ -326,7 +326,7 @@ class BubblewrapSandbox(Sandbox):
         self.exec_handler = exec_handler
         self.loader_roots = [Path(p).resolve() for p in loader_roots]
         self._holder: Path | None = None
-        self._covers: dict[Path, Path] = {}
+        self._covers: dict[Path | tuple[str, ...], Path] = {}
 
     @property
     def label(self) -> str:
@@ -368,6 +368,7 @@ class BubblewrapSandbox(Sandbox):
                     args += ["--symlink", os.readlink(p), str(p)]
             elif p.is_dir():
                 args += ["--ro-bind", str(p), str(p)]
+        args += self._shared_data_binds()
         for name in ETC_ALLOW:
             p = Path("/etc") / name
             if p.exists():
@@ -419,19 +420,45 @@ class BubblewrapSandbox(Sandbox):
         _chown_nobody(root)  # `/` is not the test program's
         return root
 
+    def _shared_data_binds(self) -> list[str]:
+        """The /usr/share/<name> folders of build-machine packages (build_tools) where their programs look, laid
+        over a cover of /usr/share (the host's folder is read-only, so the new names need mount points): the host's
+        own children are bound back under the cover."""
+        shared = build_tools.shared_data()
+        share = Path("/usr/share")
+        if not shared or not share.is_dir() or share.is_symlink():
+            return []
+        key = tuple(sorted(shared))
+        if key not in self._covers:
+            self._covers[key] = self._new_cover("usr-share", share, extra=key)
+        args = ["--ro-bind", str(self._covers[key]), str(share)]
+        for child in sorted(share.iterdir()):
+            if not child.is_symlink():
+                args += ["--ro-bind", str(child), str(child)]
+        for name, folder in sorted(shared.items()):
+            args += ["--ro-bind", str(folder), str(share / name)]
+        return args
+
     def _cover(self, loader_root: Path) -> Path:
         """A folder owned by nobody laid over LOADER_ROOT, holding its children's mount points and links."""
         if loader_root not in self._covers:
-            cover = self._holder_dir() / f"loader-{len(self._covers)}"
-            cover.mkdir(mode=0o755)
-            _chown_nobody(cover)
-            for child in loader_root.iterdir():
-                if child.is_symlink():
-                    _make_owned(cover, Path("/") / child.name, link=os.readlink(child))
-                else:
-                    _make_owned(cover, Path("/") / child.name, file=not child.is_dir())
-            self._covers[loader_root] = cover
+            self._covers[loader_root] = self._new_cover("loader", loader_root)
         return self._covers[loader_root]
+
+    def _new_cover(self, kind: str, folder: Path, extra: Sequence[str] = ()) -> Path:
+        """A folder owned by nobody with a mount point or link for each of FOLDER's children, and folders named
+        EXTRA (for binds the host's FOLDER lacks)."""
+        cover = self._holder_dir() / f"{kind}-{len(self._covers)}"
+        cover.mkdir(mode=0o755)
+        _chown_nobody(cover)
+        for child in folder.iterdir():
+            if child.is_symlink():
+                _make_owned(cover, Path("/") / child.name, link=os.readlink(child))
+            else:
+                _make_owned(cover, Path("/") / child.name, file=not child.is_dir())
+        for name in extra:
+            _make_owned(cover, Path("/") / name)
+        return cover
 
 
 # Mounts the user namespace's own binfmt_misc, registers $1, then starts the real sandbox ("$@").
@@ -501,7 +528,9 @@ def for_tree(root: str | Path, backend: str = "auto") -> Sandbox:
 
 
 def _make(rw: Sequence[str | Path], ro: Sequence[str | Path], backend: str) -> Sandbox:
-    ro = [*host.python_dirs(), musl_sysroot.sysroots_root(), *ro]
+    tools = build_tools.root()
+    tools.mkdir(parents=True, exist_ok=True)  # bound even when empty: packages unpacked later show up inside
+    ro = [*host.python_dirs(), musl_sysroot.sysroots_root(), tools, *ro]
     if backend == "none":
         return UnisolatedSandbox(rw_paths=rw, ro_paths=ro)
     status = probe()

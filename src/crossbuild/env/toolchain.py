@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from crossbuild.env import musl_sysroot, zigcache
+from crossbuild.env import build_tools, musl_sysroot, zigcache
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 
 ZIGWRAP = Path(__file__).with_name("zigwrap.py")
 XBUILD = ".xbuild"  # crossbuild's own files in a workspace: read-only to builds
+HOST_BUILD_TOOLS = ("meson", "ninja", "cmake", "ctest", "cpack")  # pip installs these beside crossbuild
 SCRATCH = ".scratch"  # what builds may write besides the project (HOME, TMPDIR, their zig cache layer)
 
 # Cache answers for configure run-tests that cannot run when cross-compiling; the values are what a current
@@ -233,6 +234,14 @@ class Toolchain:
                             f"{triple}-dlltool": "zdlltool"})
         for alias, name in aliases.items():
             safefs.symlink_atomic(self.workspace, f"{XBUILD}/bin/{alias}", name)
+        # the build tools installed beside crossbuild (pip's meson and ninja), by name: its environment's folder is
+        # not on PATH, so a project's `python3` is the system's, with the system's modules (re2's generators import
+        # six), not crossbuild's own interpreter; that one only where the system has no python3
+        own = [n for n in HOST_BUILD_TOOLS if (host.scripts_dir() / n).is_file()]
+        if not shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin"):
+            own.append("python3")
+        for name in own:
+            safefs.symlink_atomic(self.workspace, f"{XBUILD}/bin/{name}", str(host.scripts_dir() / name))
         host_pkg_config = shutil.which("pkg-config") or "/usr/bin/pkg-config"
         pkg = (
             "#!/bin/sh\n# pkg-config that sees only the per-target prefix, never the host's .pc files\n"
@@ -274,7 +283,12 @@ class Toolchain:
             f'set(ENV{{PKG_CONFIG_LIBDIR}} "{self.pkg_config_libdir}")',
             f'set(ENV{{PKG_CONFIG_SYSROOT_DIR}} "{self.prefix}")',
             f'set(PKG_CONFIG_EXECUTABLE "{b}/pkg-config" CACHE FILEPATH "pkg-config for the target")',
+            "# CMake's optimised build types without their -DNDEBUG, so test programs keep their assert() checks",
+            "# (a -D on the command line still wins: these only seed the cache)",
         ]
+        for build_type, flags in (("RELEASE", "-O3"), ("RELWITHDEBINFO", "-O2 -g"), ("MINSIZEREL", "-Os")):
+            lines += [f'set(CMAKE_{lang}_FLAGS_{build_type} "{flags}" CACHE STRING "{flags}, without NDEBUG")'
+                      for lang in ("C", "CXX")]
         if t.is_windows:
             lines.append(f'set(CMAKE_RC_COMPILER "{b}/windres")')
         if self.emulator:
@@ -320,7 +334,8 @@ class Toolchain:
     def env(self) -> BuildEnv:
         t = self.target
         b = self.bindir
-        path_dirs = [str(b), str(host.scripts_dir()), "/usr/local/bin", "/usr/bin", "/bin"]
+        # programs provided from Debian's archive for the build machine (build_tools) come after the host's own
+        path_dirs = [str(b), "/usr/local/bin", "/usr/bin", "/bin", *build_tools.program_dirs()]
         host_cc = shutil.which("cc") or "/usr/bin/cc"
         host_cxx = shutil.which("c++") or "/usr/bin/c++"
         v: dict[str, str] = {
@@ -356,6 +371,8 @@ class Toolchain:
             "CROSSBUILD_PREFIX": str(self.prefix),
             "CROSSBUILD_WRAP_LOG": str(self.scratch / "wrappers.log"),
         }
+        if libraries := build_tools.library_dirs():
+            v["LD_LIBRARY_PATH"] = ":".join(libraries)
         if host.find_tool("ninja"):
             v["CMAKE_GENERATOR"] = "Ninja"
         if t.is_windows:

@@ -194,7 +194,8 @@ def _apt_dir() -> Path:
 
 
 def _deb_src_entries() -> list[str]:
-    """deb-src stanzas for the Debian archives the machine already uses (its apt setup is only read)."""
+    """deb-src stanzas for the Debian archives the machine already uses (its apt setup is only read). The private
+    configuration also reads their binary indices (`_archive_entries`), for build-machine tools."""
     stanzas: list[str] = []
     etc = Path("/etc/apt")
     for f in sorted((etc / "sources.list.d").glob("*.sources")) if (etc / "sources.list.d").exists() else []:
@@ -218,7 +219,14 @@ def _deb_src_entries() -> list[str]:
     return stanzas
 
 
-def _apt_options() -> list[str]:
+def _archive_entries() -> list[str]:
+    """The private configuration's stanzas: each archive's sources, and its packages for this machine (build_tools
+    downloads programs such as bison from them)."""
+    return [s.replace("Types: deb-src", "Types: deb-src deb", 1) for s in _deb_src_entries()]
+
+
+def apt_options() -> list[str]:
+    """apt's options for crossbuild's private configuration (its own lists and state; the host's are only read)."""
     d = _apt_dir()
     return ["-o", f"Dir::Etc::SourceList={d / 'sources.list'}", "-o", f"Dir::Etc::SourceParts={d / 'sources.d'}",
             "-o", f"Dir::State={d / 'state'}", "-o", f"Dir::Cache={d / 'cache'}", "-o", "APT::Sandbox::User=root",
@@ -228,7 +236,7 @@ def _apt_options() -> list[str]:
 def _apt_update() -> None:
     """Write the private source lists and fetch their indices (at most daily). Under a lock: two crossbuild
     processes updating one apt state at once fail (apt's own locking is off, since the state is private)."""
-    stanzas = _deb_src_entries()
+    stanzas = _archive_entries()
     if not stanzas:
         raise SourceError("no Debian archive found in /etc/apt to fetch source packages from")
     with host.exclusive(_apt_dir() / "update.lock"):
@@ -245,9 +253,9 @@ def _write_lists_and_update(stanzas: list[str]) -> None:
     safefs.write_atomic(d, "sources.list", b"")
     safefs.write_atomic(d, "sources.d/crossbuild.sources", ("\n\n".join(stanzas) + "\n").encode())
     stamp = d / "state" / "updated"
-    if stamp.exists() and time.time() - stamp.stat().st_mtime < 24 * 3600 and source_lists():
+    if stamp.exists() and time.time() - stamp.stat().st_mtime < 24 * 3600 and source_lists() and package_lists():
         return
-    r = subprocess.run(["apt-get", *_apt_options(), "update"], capture_output=True, text=True, timeout=900)
+    r = subprocess.run(["apt-get", *apt_options(), "update"], capture_output=True, text=True, timeout=900)
     if r.returncode != 0:
         raise SourceError(f"apt-get update (private source lists) failed: {r.stderr.strip()[-400:]}")
     stamp.touch()
@@ -261,6 +269,11 @@ def debian_archives() -> list[str]:
 def update_source_lists() -> None:
     """Fetch (at most daily) the Sources indices of crossbuild's private apt configuration."""
     _apt_update()
+
+
+def package_lists() -> list[Path]:
+    """The Packages index files of crossbuild's private apt configuration."""
+    return sorted((_apt_dir() / "state" / "lists").glob("*_Packages*"))
 
 
 def source_lists() -> list[Path]:
@@ -318,13 +331,13 @@ def _fetch_into(folder: Path, spec: str) -> subprocess.CompletedProcess:
 
 
 def _apt_source(spec: str, cache: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["apt-get", *_apt_options(), "source", "--download-only", spec], cwd=cache,
+    return subprocess.run(["apt-get", *apt_options(), "source", "--download-only", spec], cwd=cache,
                           capture_output=True, text=True, timeout=1800)
 
 
 def _served_versions(name: str) -> list[str]:
     """The versions the archive index lists, oldest first (Debian version order)."""
-    r = subprocess.run(["apt-cache", *_apt_options(), "showsrc", name], capture_output=True, text=True)
+    r = subprocess.run(["apt-cache", *apt_options(), "showsrc", name], capture_output=True, text=True)
     versions = {line.split(":", 1)[1].strip() for line in r.stdout.splitlines() if line.startswith("Version:")}
     return sorted(versions, key=functools.cmp_to_key(_compare_versions))
 

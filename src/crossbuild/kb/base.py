@@ -26,10 +26,12 @@ MIN_BM25_SCORE = 13.0
 
 ActionKind = Literal["cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env", "disable_option",
                      "switch_system", "use_glibc", "patch", "dependency", "clean", "skip_test_goals",
-                     "skip_doc_goals", "update_config_scripts", "system_option", "stub_file"]
+                     "skip_doc_goals", "update_config_scripts", "system_option", "stub_file", "build_tool",
+                     "make_rule_switch"]
 _NEEDS = {"cmake_args": "args", "meson_args": "args", "configure_args": "args", "make_args": "args",
           "cache_vars": "args", "env": "args", "disable_option": "pattern", "switch_system": "system", "patch": "file",
-          "dependency": "name", "system_option": "name", "stub_file": "file"}
+          "dependency": "name", "system_option": "name", "stub_file": "file", "build_tool": "name",
+          "make_rule_switch": "name"}
 
 
 class Action(BaseModel):
@@ -44,7 +46,9 @@ class Action(BaseModel):
     old: str | None = None  # patch: exact text
     new: str | None = None  # patch: its replacement; stub_file: what the stand-in holds
     name: str | None = None  # dependency: what the build asked for (ZLIB, zlib.h, libpng ...); system_option: the
-    # dependency whose choice option (USE_HTTP_PARSER "either system or builtin") is set to the system copy
+    # dependency whose choice option (USE_HTTP_PARSER "either system or builtin") is set to the system copy;
+    # build_tool: the build-machine program (bison) or data file (/usr/share/unicode/...) to provide;
+    # make_rule_switch: the target make has no rule for (a rule the Makefile has only when a variable is set)
     when: str | None = None  # only for this build system
 
     @model_validator(mode="after")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crossbuild.env import debian_rules
+from crossbuild.env import debian_rules, recipes
 from crossbuild.models.base import Message, ToolCall, Turn
 from crossbuild.tools.base import Toolset
 
@@ -40,6 +40,11 @@ class PlannerState:
     applied: set[str] = field(default_factory=set)
     pending_edits: list[dict[str, Any]] = field(default_factory=list)
     pending_deps: list[str] = field(default_factory=list)
+    pending_tools: list[str] = field(default_factory=list)  # build-machine programs and data to provide
+    # a generator that failed for want of a tool can leave its output empty (`python3 gen.py > table.cc`, kept
+    # when the Makefile marks it .PRECIOUS, as re2 does), and make would take it as up to date
+    remove_empty_outputs: bool = False
+    empty_outputs: list[str] = field(default_factory=list)
     pending_switch: str | None = None
     pending_disable: list[str] = field(default_factory=list)  # option-name patterns waiting for build_status
     pending_system: list[str] = field(default_factory=list)  # dependencies whose choice option should say "system"
@@ -47,6 +52,8 @@ class PlannerState:
     source_dir: str = "src"  # the project's root folder (build_status's source_dir)
     in_tree: bool = False  # an autotools build moved into the source folder (_build_in_tree)
     config_scripts: list[str] = field(default_factory=list)  # the project's config.sub/config.guess copies
+    other_systems: list[str] = field(default_factory=list)  # the other build systems the source also has
+    conditional_rules: dict[str, str] = field(default_factory=dict)  # Makefile target -> `VAR=1` that enables it
     pending_goals: bool = False  # build make's default goal's prerequisites by name (asks build_status for them)
     make_goals: list[str] = field(default_factory=list)  # explicit goals for the build step's make
     clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
@@ -102,6 +109,8 @@ class Planner:
             return self._finish("blocked", s.blocked_reason + tried)
         if s.pending_deps:  # dependencies first: nothing configures without them
             return self._call("build_dependency", name=s.pending_deps.pop(0))
+        if s.pending_tools:
+            return self._call("provide_build_tool", name=s.pending_tools.pop(0))
         if (s.pending_disable or s.pending_system) and s.phase == "steps":
             s.phase = "options"
             return self._call("build_status")
@@ -126,6 +135,17 @@ class Planner:
                     summary += "; " + "; ".join(s.notes)
                 return self._finish("built", summary)
             step = s.recipe[s.step]
+            if s.remove_empty_outputs:  # the empty files this run's build made (newer than the pristine copy)
+                s.remove_empty_outputs = False
+                s.phase = "empty-outputs"
+                return self._call("run_command", command=f"find {shlex.quote(s.source_dir)} -type f -size 0 "
+                                                         "-newer .xbuild/pristine")
+            if s.empty_outputs:
+                s.cleaning = "optional"
+                found, s.empty_outputs = s.empty_outputs, []
+                s.notes.append(f"removed {len(found)} empty file{'s' if len(found) > 1 else ''} a failed generator "
+                               f"left ({', '.join(found[:3])})")
+                return self._call("run_command", command=shlex.join(["rm", "-f", "--", *found]))
             if s.clean_first and step["phase"] == "configure" and s.system in ("cmake", "meson"):
                 s.clean_first = False
                 s.cleaning = "required"
@@ -180,7 +200,13 @@ class Planner:
                 return
             s.phase = "blocked"
             s.blocked_reason = "the build finished but was not verified: " + "; ".join(reasons[:5])
-        elif result.name in ("build_dependency", "edit_file", "write_file") and result.is_error:
+        elif result.name == "provide_build_tool" and not result.is_error:
+            data = result.data
+            s.remove_empty_outputs = not data.get("already")
+            s.notes.append(f"{data.get('name')} for the build machine: " + (
+                f"{data.get('package')} was already available" if data.get("already") else
+                f"unpacked {', '.join(data.get('added') or [])} from Debian's archive"))
+        elif result.name in ("build_dependency", "edit_file", "write_file", "provide_build_tool") and result.is_error:
             s.notes.append(f"{result.name} failed: {result.text.splitlines()[0][:200]}")
             if result.name == "build_dependency" and result.data.get("own_files") and self._build_in_tree():
                 return
@@ -188,6 +214,11 @@ class Planner:
                 self._without_dependency(result.data["name"], keep=bool(result.data.get("keep_features")))
         elif result.name == "run_command" and s.phase == "steps":
             self._on_command(result)
+        elif result.name == "run_command" and s.phase == "empty-outputs":
+            s.phase = "steps"
+            prefix = s.source_dir.rstrip("/") + "/"
+            s.empty_outputs = [line.strip() for line in result.text.splitlines()[1:]
+                               if line.strip().startswith(prefix) and ".." not in line][:50]
 
     def _on_recipe(self, data: dict[str, Any], result: Message) -> None:
         s = self.state
@@ -196,6 +227,8 @@ class Planner:
         s.output_dir = data.get("output_dir", "build")
         s.source_dir = data.get("source_dir", "src")
         s.config_scripts = data.get("config_scripts") or []
+        s.other_systems = data.get("other_build_systems") or []
+        s.conditional_rules = data.get("make_conditional_rules") or {}
         if not s.recipe:
             s.phase = "blocked"
             s.blocked_reason = f"no build system found ({s.system})"
@@ -221,17 +254,22 @@ class Planner:
             self.state.extra[key] += args
         if off:
             self.state.notes.append(f"from debian/rules: {' '.join(a for args in off.values() for a in args)}")
-        build = rules.get("build_args") or []
-        if build and self.state.system in ("make", "configure", "autotools"):
-            goals = [w for w in build if "=" not in w]
-            self.state.make_goals += goals
-            self.state.extra["make_args"] += [w for w in build if "=" in w]
-            self.state.notes.append(f"from debian/rules: make {' '.join(build)}")
+        self._take_debian_make_args(rules)
         cross = {name: value for name, value in rules.get("cross_env") or []}
         if cross:
             self.state.env.update(cross)
             self.state.notes.append("from debian/rules, as Debian cross-builds it: "
                                     + " ".join(f"{k}={v}" for k, v in cross.items()))
+
+    def _take_debian_make_args(self, rules: dict[str, Any]) -> None:
+        """The goals and variables debian/rules passes to make (re2: REBUILD_TABLES=1), once, when make runs the
+        build: at the start, or after a switch to the project's Makefile."""
+        s = self.state
+        build = [w for w in rules.get("build_args") or [] if w not in s.extra["make_args"] + s.make_goals]
+        if build and s.system in ("make", "configure", "autotools"):
+            s.make_goals += [w for w in build if "=" not in w]
+            s.extra["make_args"] += [w for w in build if "=" in w]
+            s.notes.append(f"from debian/rules: make {' '.join(build)}")
 
     def _on_switched(self, data: dict[str, Any], result: Message) -> None:
         s = self.state
@@ -243,7 +281,9 @@ class Planner:
         s.output_dir = data.get("output_dir", "build")
         s.source_dir = data.get("source_dir", s.source_dir)
         s.phase = "steps"
+        s.conditional_rules = data.get("make_conditional_rules") or {}
         self._take_cross_switches(data)
+        self._take_debian_make_args(data.get("debian_rules") or {})
 
     def _on_options(self, data: dict[str, Any], result: Message) -> None:
         s = self.state
@@ -400,8 +440,10 @@ class Planner:
                     s.recipe[at:at] = [{"argv": ["cp", f".xbuild/autotools/{Path(p).name}", p], "cwd": ".",
                                         "phase": "fix", "env": {}} for p in s.config_scripts]
                     s.notes.append(f"replaced {', '.join(s.config_scripts)} with current ones")
-                elif kind == "switch_system" and action.get("system") != s.system:
-                    s.pending_switch = action["system"]
+                elif kind == "switch_system" and _switch_to(action["system"], s.other_systems):
+                    # the named system (zlib: its own configure), else the source's other one (re2: its Makefile)
+                    s.pending_switch = _switch_to(action["system"], s.other_systems)
+                    s.other_systems = [o for o in s.other_systems if o != s.pending_switch]
                 elif kind == "patch":
                     s.pending_edits.append({"path": f"src/{action['file']}", "old": action["old"],
                                             "new": action["new"]})
@@ -409,6 +451,12 @@ class Planner:
                     s.pending_edits.append({"path": action["file"], "content": action["new"]})
                 elif kind == "dependency" and "build_dependency" in self.tools:
                     s.pending_deps.append(action["name"])
+                elif kind == "make_rule_switch" and s.system in ("make", "configure") and (
+                        switch := recipes.rule_switch(action["name"], s.conditional_rules)) \
+                        and switch not in s.extra["make_args"]:
+                    s.extra["make_args"].append(switch)  # re2: its table rules under `ifdef REBUILD_TABLES`
+                elif kind == "build_tool" and "provide_build_tool" in self.tools:
+                    s.pending_tools.append(action["name"])
                 elif kind == "system_option" and s.system == "cmake":
                     s.pending_system.append(action["name"])
                 else:
@@ -471,12 +519,24 @@ def feature_option_pattern(dependency: str) -> str | None:
     return rf"(^({switch})?_?|_({switch})_)(LIB)?({alternatives})(_SUPPORT|_BACKEND)?$"
 
 
+def _switch_to(wanted: str, others: list[str]) -> str | None:
+    """The build system a switch goes to: WANTED when the source has it, else the first of the others in the order
+    a person would try them (the project's own configure or Makefile before a second generator)."""
+    if wanted in others:
+        return wanted
+    return next((o for o in ("configure", "autotools", "make", "meson", "cmake") if o in others), None)
+
+
 def _describe(action: dict[str, Any]) -> str:
     kind = action["kind"]
     if kind.endswith("_args") or kind in ("cache_vars", "env"):
         return f"{kind} {' '.join(action.get('args', []))}"
     if kind == "dependency":
         return f"cross-build dependency {action['name']} into the prefix"
+    if kind == "build_tool":
+        return f"provide {action['name']} for the build machine"
+    if kind == "make_rule_switch":
+        return f"turn on the Makefile's rule for {action['name']}"
     if kind == "stub_file":
         return f"an empty stand-in for the missing {Path(action['file']).name} (built without what it held)"
     if kind == "patch":

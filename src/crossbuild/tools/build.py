@@ -101,6 +101,10 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
     cross = make_cross_switches(ctx.root, source) if system in ("make", "configure", "autotools") else []
     if cross:
         lines.append(f"the Makefile's own switch for cross-building: make {' '.join(cross)}")
+    behind = make_conditional_rules(ctx.root, source) if system in ("make", "configure") else {}
+    if behind:
+        lines.append("rules the Makefile has only when a variable is set: " + "; ".join(
+            f"{target} (make {switch})" for target, switch in behind.items())[:600])
     switches = configure_options(ctx.root, source) if system in ("autotools", "configure") else {}
     if switches:
         lines.append(f"configure can turn off: {' '.join(sorted(switches.values()))[:1000]}")
@@ -108,7 +112,7 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         lines.append(f"make's default goal `{goals['default']}` builds: {' '.join(goals['prerequisites'])[:600]}")
     return ToolResult(ok=True, message="\n".join(lines),
                       data={"options": options, "choice_options": choices, "configure_options": switches,
-                            "make_goals": goals, "make_cross_switches": cross,
+                            "make_goals": goals, "make_cross_switches": cross, "make_conditional_rules": behind,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
                             "commands": len(ctx.commands), "config_scripts": config_scripts(ctx.root, source),
@@ -150,6 +154,14 @@ def make_cross_switches(root: Path, source: str = "src") -> list[str]:
     found: list[str] = []
     for text in _makefiles(root, source, ("GNUmakefile", "makefile", "Makefile", "Makefile.in")):
         found += [s for s in recipes.cross_switches(text) if s not in found]
+    return found
+
+
+def make_conditional_rules(root: Path, source: str = "src") -> dict[str, str]:
+    """The source folder's Makefile rules that exist only when a variable is set (read, never run)."""
+    found: dict[str, str] = {}
+    for text in _makefiles(root, source, ("GNUmakefile", "makefile", "Makefile")):
+        found = {**recipes.conditional_rules(text), **found}
     return found
 
 

@@ -47,8 +47,11 @@ def attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None,
     message += "\n\nKnowledge base (matched automatically; apply the fix):\n" + "\n".join(
         m.entry.render() for m in chosen)
     names = [a["name"] for k in data["kb"] for a in k["actions"] if a.get("kind") == "dependency" and a.get("name")]
+    tools = [a["name"] for k in data["kb"] for a in k["actions"] if a.get("kind") == "build_tool" and a.get("name")]
     if names:
         hint = f'call build_dependency(name="{names[0]}") to cross-build it into the prefix, then configure again'
+    elif tools:
+        hint = f'call provide_build_tool(name="{tools[0]}") for the build machine, then run the failed step again'
     return message, hint
 
 
