@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -126,3 +128,23 @@ def test_unpacked_packages_are_seen_read_only_in_the_sandbox_and_nowhere_on_the_
     assert "42" in lines and lines[-1] == "ro"
     assert int(lines[lines.index("42") + 1]) == len(list(Path("/usr/share").iterdir())) + 1  # the host's + one
     assert not Path("/usr/share/crossbuild-probe").exists()
+
+
+def test_a_packages_set_id_programs_lose_their_set_id_bits_when_unpacked(tmp_path, monkeypatch):
+    """Unpacked as root, a package such as sudo would leave a set-uid-root program in the cache."""
+    monkeypatch.setenv("CROSSBUILD_CACHE_DIR", str(tmp_path / "cache"))
+    tree = tmp_path / "pkg"
+    (tree / "DEBIAN").mkdir(parents=True)
+    (tree / "DEBIAN" / "control").write_text("Package: setid-probe\nVersion: 1.0\nArchitecture: all\n"
+                                             "Maintainer: t <t@example.org>\nDescription: probe\n")
+    (tree / "usr" / "bin").mkdir(parents=True)
+    (tree / "usr" / "bin" / "probe").write_text("#!/bin/sh\n")
+    (tree / "usr" / "bin" / "probe").chmod(0o6755)
+    deb = tmp_path / "setid-probe.deb"
+    subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(tree), str(deb)], check=True,
+                   capture_output=True)
+    build_tools.root().mkdir(parents=True)
+    assert build_tools._unpack(deb, tmp_path) == "setid-probe 1.0"
+    mode = (build_tools.root() / "setid-probe" / "usr" / "bin" / "probe").stat().st_mode
+    assert stat.S_IMODE(mode) == 0o755
+    assert build_tools.installed() == [build_tools.root() / "setid-probe"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -174,6 +175,12 @@ def _unpack(deb: Path, scratch: Path) -> str:
         raise ToolError(f"unexpected package name {package!r} in {deb.name}")
     unpacked = scratch / f"unpacked-{package}"
     subprocess.run(["dpkg-deb", "--extract", str(deb), str(unpacked)], capture_output=True, timeout=600, check=True)
+    for folder, _, files in os.walk(unpacked):  # no set-id programs in the cache (sudo's, unpacked by root)
+        for name in files:
+            path = Path(folder, name)
+            mode = path.lstat().st_mode
+            if not stat.S_ISLNK(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
+                path.chmod(stat.S_IMODE(mode) & ~(stat.S_ISUID | stat.S_ISGID))
     (unpacked / _COMPLETE).write_text(version + "\n")
     dest = root() / package
     if dest.exists():
