@@ -27,6 +27,7 @@ from crossbuild.foundation import host
 MULTIARCH = "x86_64-linux-gnu"  # the build machine's library folder in the packages unpacked here
 _PROGRAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$")
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
+_PROGRAM_DIRS = ("usr/bin", "bin", "usr/sbin", "sbin")  # where a package's programs are, as PATH has them
 _DATA_TOPS = ("usr/share/",)  # where the sandbox can show a data file at its own path (shared_data)
 _MAX_PACKAGES = 25  # one tool and what it needs that the host lacks; more means the host is far from Debian's
 _COMPLETE = ".crossbuild-complete"  # written last, holding the version: a folder without it is not used
@@ -61,7 +62,7 @@ def wanted_paths(name: str) -> list[str]:
         return [rel]
     if not _PROGRAM.match(name):
         raise ToolError(f"{name!r} is not a program name (letters, digits, ._+-) nor an absolute data path")
-    return [f"{d}/{name}" for d in ("usr/bin", "bin", "usr/sbin", "sbin")]
+    return [f"{d}/{name}" for d in _PROGRAM_DIRS]
 
 
 def package_for(name: str, *, progress=lambda _: None) -> tuple[str, list[str]]:
@@ -116,7 +117,7 @@ def installed() -> list[Path]:
 
 
 def program_dirs() -> list[str]:
-    return [str(p / d) for p in installed() for d in ("usr/bin", "bin", "usr/sbin", "sbin") if (p / d).is_dir()]
+    return [str(p / d) for p in installed() for d in _PROGRAM_DIRS if (p / d).is_dir()]
 
 
 def library_dirs() -> list[str]:

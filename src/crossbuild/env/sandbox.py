@@ -379,11 +379,8 @@ class BubblewrapSandbox(Sandbox):
         for p in self.ro_paths:
             if p.exists():
                 args += ["--ro-bind", str(p), str(p)]
-        for cover, loader_root in covers:  # bind sources are host paths, so the children are found under a cover
-            args += ["--ro-bind", str(cover), str(loader_root)]
-            for child in sorted(loader_root.iterdir()):
-                if not child.is_symlink():
-                    args += ["--ro-bind", str(child), str(child)]
+        for cover, loader_root in covers:
+            args += _cover_binds(cover, loader_root)
         args += ["--chdir", str(cwd), "--", *argv]
         return _registering(self.bwrap, self.exec_handler, self.rw_paths, args) if self.exec_handler else args
 
@@ -431,10 +428,7 @@ class BubblewrapSandbox(Sandbox):
         key = tuple(sorted(shared))
         if key not in self._covers:
             self._covers[key] = self._new_cover("usr-share", share, extra=key)
-        args = ["--ro-bind", str(self._covers[key]), str(share)]
-        for child in sorted(share.iterdir()):
-            if not child.is_symlink():
-                args += ["--ro-bind", str(child), str(child)]
+        args = _cover_binds(self._covers[key], share)
         for name, folder in sorted(shared.items()):
             args += ["--ro-bind", str(folder), str(share / name)]
         return args
@@ -459,6 +453,16 @@ class BubblewrapSandbox(Sandbox):
         for name in extra:
             _make_owned(cover, Path("/") / name)
         return cover
+
+
+def _cover_binds(cover: Path, folder: Path) -> list[str]:
+    """COVER laid over FOLDER, and FOLDER's own children bound back under it (bind sources are host paths, so
+    they are found under the cover); links are the cover's own."""
+    args = ["--ro-bind", str(cover), str(folder)]
+    for child in sorted(folder.iterdir()):
+        if not child.is_symlink():
+            args += ["--ro-bind", str(child), str(child)]
+    return args
 
 
 # Mounts the user namespace's own binfmt_misc, registers $1, then starts the real sandbox ("$@").

@@ -440,10 +440,10 @@ class Planner:
                     s.recipe[at:at] = [{"argv": ["cp", f".xbuild/autotools/{Path(p).name}", p], "cwd": ".",
                                         "phase": "fix", "env": {}} for p in s.config_scripts]
                     s.notes.append(f"replaced {', '.join(s.config_scripts)} with current ones")
-                elif kind == "switch_system" and _switch_to(action["system"], s.other_systems):
+                elif kind == "switch_system" and (to := _switch_to(action["system"], s.other_systems)):
                     # the named system (zlib: its own configure), else the source's other one (re2: its Makefile)
-                    s.pending_switch = _switch_to(action["system"], s.other_systems)
-                    s.other_systems = [o for o in s.other_systems if o != s.pending_switch]
+                    s.pending_switch = to
+                    s.other_systems = [o for o in s.other_systems if o != to]
                 elif kind == "patch":
                     s.pending_edits.append({"path": f"src/{action['file']}", "old": action["old"],
                                             "new": action["new"]})
