@@ -83,3 +83,39 @@ def test_a_repacked_source_switches_to_its_other_build_system_and_a_missing_tool
     planner._observe(Message("tool", "[exit=0] rm", name="run_command", data={}))
     name, args = _called(planner._decide())
     assert args["command"].startswith("make -j2") and args["command"].endswith("REBUILD_TABLES=1")
+
+
+def test_a_makefile_that_runs_an_unset_libtool_gets_one_for_the_target_and_debian_rules_header():
+    """lua5.4 as Debian patches it: its Makefile runs $(LIBTOOL), which only debian/rules sets, and its luaconf.h
+    includes a header only debian/rules writes. The planner makes a libtool for the target in the source folder
+    (the build machine's own links with its gcc) and writes the header as the rules do, not as a dependency."""
+    planner = Planner()
+    planner.tools = {"build_dependency": None}
+    make = {"argv": ["make", "-j2", "CC=/ws/.xbuild/bin/zcc"], "cwd": "src", "phase": "build", "env": {}}
+    header = '#define DEB_HOST_MULTIARCH "aarch64-linux-musl"\n'
+    planner._observe(Message("tool", "status", name="build_status", data={
+        "build_system": "make", "recipe": [make], "workspace": "/ws",
+        "configure_args": ["--host=aarch64-linux-musl", "--build=x86_64-pc-linux-gnu"],
+        "debian_files": {"src/lua5.4-deb-multiarch.h": header}}))
+    assert _called(planner._decide())[1]["command"].startswith("make -j2")
+    unset = {"kb": [{"id": "libtool-variable-unset", "actions": [{"kind": "cross_libtool"}]}]}
+    planner._observe(Message("tool", "failed", name="run_command", is_error=True, data=unset))
+    name, args = _called(planner._decide())
+    assert (name, args["path"]) == ("write_file", "src/crossbuild-libtool/configure.ac")
+    assert "LT_INIT" in args["content"]
+    planner._observe(Message("tool", "written", name="write_file", data={}))
+    made = []
+    for _ in range(2):
+        name, args = _called(planner._decide())
+        made.append((args["command"], args["cwd"]))
+        planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    assert made == [("autoreconf -fi", "src/crossbuild-libtool"),
+                    ("./configure --host=aarch64-linux-musl --build=x86_64-pc-linux-gnu", "src/crossbuild-libtool")]
+    assert _called(planner._decide())[1]["command"].endswith("LIBTOOL=/ws/src/crossbuild-libtool/libtool")
+    missing = {"kb": [{"id": "header-not-found", "actions": [{"kind": "dependency", "name": "lua5.4-deb-multiarch"}]}]}
+    planner._observe(Message("tool", "failed", name="run_command", is_error=True, data=missing))
+    # build_status names it below the package root (the workspace's src/), lua's own src/ folder
+    assert _called(planner._decide()) == ("write_file", {"path": "src/src/lua5.4-deb-multiarch.h",
+                                                         "content": header})
+    assert planner.state.pending_deps == []
+    assert any("wrote src/src/lua5.4-deb-multiarch.h as debian/rules does" in n for n in planner.state.notes)

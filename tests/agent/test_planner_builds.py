@@ -896,3 +896,53 @@ def test_a_test_programs_assert_is_compiled_in_and_checked_under_qemu(tmp_path):
     run = next(s for s in out["verify"]["smoke_runs"] if s["path"].endswith("check_mul"))
     assert not run["passed"] and "Assertion failed: mul(2, 3) == 6" in run["why"], run
     assert out["status"] != "verified", r.stdout[-3000:]
+
+
+LIBTOOL_MAKEFILE = """\
+all: libgreet.la greet_check
+libgreet.la: greet.c
+\t$(LIBTOOL) --mode=compile --tag=CC $(CC) -c greet.c
+\t$(LIBTOOL) --mode=link --tag=CC $(CC) -rpath /usr/lib -o libgreet.la greet.lo
+greet_check: check.c libgreet.la
+\t$(CC) -o greet_check check.c .libs/libgreet.a
+install:
+clean:
+\trm -rf .libs *.lo *.o *.la greet_check
+"""
+ECHOED_HEADER_RULES = """\
+#!/usr/bin/make -f
+include /usr/share/dpkg/architecture.mk
+GREET_H = greet-deb-multiarch.h
+%:
+\tdh $@
+override_dh_auto_configure:
+\techo "#define GREET_MULTIARCH \\"$(DEB_HOST_MULTIARCH)\\"" > $(GREET_H)
+override_dh_auto_build:
+\t$(MAKE) LIBTOOL=$(CURDIR)/debian/libtool/libtool
+"""
+
+
+@pytest.mark.slow
+def test_a_makefile_that_runs_libtool_only_debian_rules_sets_gets_one_made_for_the_target(tmp_path):
+    """lua5.4 as Debian patches it: the Makefile runs $(LIBTOOL), which only debian/rules sets (to a libtool it
+    configures for the host architecture), and the code includes a header only debian/rules writes. The build
+    machine's /usr/bin/libtool would link the shared library with its own gcc ("Relocations in generic ELF")."""
+    project = tmp_path / "greet"
+    (project / "debian").mkdir(parents=True)
+    (project / "debian" / "rules").write_text(ECHOED_HEADER_RULES)
+    (project / "Makefile").write_text(LIBTOOL_MAKEFILE)
+    (project / "greet.c").write_text('#include "greet-deb-multiarch.h"\nconst char *greet(void) '
+                                     '{ return GREET_MULTIARCH; }\n')
+    (project / "check.c").write_text('#include <string.h>\nconst char *greet(void);\n'
+                                     'int main(void) { return strcmp(greet(), "aarch64-linux-musl") != 0; }\n')
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out.get("status") == "verified", r.stdout[-3000:] + r.stderr[-2000:]
+    commands = _commands(tmp_path / "runs.db", out["run_id"])
+    assert any(c.startswith("./configure --host=aarch64-linux-musl") for c in commands), commands
+    assert commands[-1].endswith("LIBTOOL=" + str(tmp_path / "ws" / "src" / "crossbuild-libtool" / "libtool"))
+    assert "wrote src/greet-deb-multiarch.h as debian/rules does" in out["message"]
+    shared = tmp_path / "ws" / "src" / ".libs" / "libgreet.so.0.0.0"
+    assert shared.read_bytes()[18:20] == (183).to_bytes(2, "little")  # EM_AARCH64: linked by the target's linker
+    runs = out["verify"]["smoke_runs"]
+    assert [s["passed"] for s in runs if s["path"].endswith("greet_check")] == [True], runs
+    assert out["verify"]["rebuild"]["ok"]

@@ -114,3 +114,45 @@ def test_make_goals_and_variables_of_the_build_step_only_when_all_are_plain():
         assert parse(unclear).build_args == (), unclear
     # a toolchain variable is crossbuild's to set: the goal stays, Debian's compiler does not
     assert parse("override_dh_auto_build:\n\tdh_auto_build -- CC=gcc-12 all\n").build_args == ("all",)
+
+
+LUA_LIKE_RULES = """\
+include /usr/share/dpkg/architecture.mk
+LUA_MULTIARCH = lua5.4-deb-multiarch.h
+%:
+\tdh $@
+
+override_dh_auto_configure:
+\techo "#ifndef _LUA_DEB_MULTIARCH_" > src/$(LUA_MULTIARCH)
+\techo "#define DEB_HOST_MULTIARCH \\"$(DEB_HOST_MULTIARCH)\\"" >> \\
+\t\tsrc/$(LUA_MULTIARCH)
+\techo "#endif" >> src/$(LUA_MULTIARCH)
+"""
+
+
+def test_files_the_rules_write_with_echo_are_read_and_filled_for_the_target():
+    """lua5.4's rules write the header its Debian patch includes; the host variables get the target's values."""
+    rules = parse(LUA_LIKE_RULES)
+    assert [path for path, _ in rules.written_files] == ["src/lua5.4-deb-multiarch.h"]
+    assert rules.files_written({"DEB_HOST_MULTIARCH": "aarch64-linux-musl"}) == {"src/lua5.4-deb-multiarch.h": (
+        '#ifndef _LUA_DEB_MULTIARCH_\n#define DEB_HOST_MULTIARCH "aarch64-linux-musl"\n#endif\n')}
+    assert rules.files_written({}) == {}  # a reference left unfilled: the file is not offered at all
+    assert "writes src/lua5.4-deb-multiarch.h" in rules.describe()
+    assert debian_rules.file_named(["src/src/lua5.4-deb-multiarch.h"], "lua5.4-deb-multiarch") == \
+        "src/src/lua5.4-deb-multiarch.h"
+    assert debian_rules.file_named(["src/src/lua5.4-deb-multiarch.h"], "lua5.4") is None
+
+
+def test_only_plain_unconditional_echo_lines_into_package_paths_count():
+    for line in (
+        "\techo -e 'a\\tb' > x.h",  # an option changes what echo writes
+        "\techo a > ../outside.h",  # climbs out of the package
+        "\techo a > /etc/x.h",  # absolute
+        "\techo a; rm -rf x > x.h",  # another command on the line
+        "\techo `date` > x.h",  # a command substitution
+        "\tcat a > x.h",  # not echo
+    ):
+        assert parse(f"build:\n{line}\n").written_files == (), line
+    conditional = "ifeq ($(DEB_HOST_ARCH),amd64)\nbuild:\n\techo a > x.h\nendif\n"
+    assert parse(conditional).written_files == ()
+    assert parse("build:\n\t@echo a > x.h\n\techo b >> x.h\n").written_files == (("x.h", "a\nb\n"),)

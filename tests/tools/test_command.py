@@ -67,6 +67,22 @@ def test_a_make_that_ignores_the_errors_of_its_objects_is_a_failed_step_with_its
     assert [s.argv for s in replay_steps(ctx)] == [("make",)]
 
 
+def test_a_header_debian_rules_writes_is_offered_as_a_file_to_write_not_a_dependency(ctx, call):
+    """lua5.4: luaconf.h (patched) includes lua5.4-deb-multiarch.h, which debian/rules echoes into src/. A model
+    is told to write it, with its text for the target in build_status, not to cross-build it as a library."""
+    (ctx.root / "src" / "debian").mkdir()
+    (ctx.root / "src" / "debian" / "rules").write_text(
+        "H = lua5.4-deb-multiarch.h\nbuild:\n\techo '#define M \"$(DEB_HOST_MULTIARCH)\"' > src/$(H)\n")
+    (ctx.root / "src" / "Makefile").write_text("all:\n\t$(CC) -c lua.c\n")
+    (ctx.root / "src" / "lua.c").write_text('#include "lua5.4-deb-multiarch.h"\nint x;\n')
+    r = call("run_command", {"command": "make", "cwd": "src"})
+    assert [k["id"] for k in r.data["kb"]] == ["header-not-found"]
+    assert r.hint.startswith("src/src/lua5.4-deb-multiarch.h is a file debian/rules writes, not a library")
+    status = call("build_status", {})
+    assert status.data["debian_files"] == {"src/lua5.4-deb-multiarch.h": '#define M "aarch64-linux-musl"\n'}
+    assert "writes src/lua5.4-deb-multiarch.h" in status.message
+
+
 def test_timeout_is_reported_and_the_tree_killed(ctx, call):
     _script(ctx, "slow.sh", "echo started\nsleep 30\n")
     r = call("run_command", {"command": "./slow.sh", "cwd": "src", "timeout": 1})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,19 @@ class DebianRules:
     # after `dh_auto_build --`: make goals and NAME=value variables (http-parser: `package library`; re2:
     # REBUILD_TABLES=1), only from calls whose arguments are all plain goals or literal variables
     build_args: tuple[str, ...] = ()
+    # files the rules write with plain `echo ... > FILE` lines (lua5.4: src/lua5.4-deb-multiarch.h, which Debian's
+    # luaconf.h patch includes): path below the package root -> content, Debian's host variables left as $(NAME)
+    written_files: tuple[tuple[str, str], ...] = ()
+
+    def files_written(self, host: dict[str, str]) -> dict[str, str]:
+        """written_files with Debian's host variables (DEB_HOST_MULTIARCH...) given their values in HOST; a file
+        whose content still holds another reference is left out."""
+        out = {}
+        for path, content in self.written_files:
+            filled = _REFERENCE.sub(lambda m: host.get(m.group(1), m.group(0)), content)
+            if "$" not in filled:
+                out[path] = filled
+        return out
 
     @property
     def system(self) -> str | None:
@@ -74,6 +88,8 @@ class DebianRules:
             said.append("when cross-building: " + " ".join(f"{k}={v}" for k, v in self.cross_env))
         if self.build_args:
             said.append(f"make: {shlex.join(self.build_args)}")
+        if self.written_files:
+            said.append(f"writes {', '.join(path for path, _ in self.written_files)}")
         return "; ".join(said)
 
 
@@ -92,6 +108,12 @@ def switches_off(configure_args: list[str], system: str | None) -> dict[str, lis
         elif arg.startswith(("--disable-", "--without-")) and "=" not in arg:
             off.setdefault("configure_args", []).append(arg)
     return off
+
+
+def file_named(paths: Iterable[str], name: str) -> str | None:
+    """The path among PATHS (files debian/rules writes) that a build's missing NAME is: its file name, with or
+    without .h (the knowledge base names a missing header without it)."""
+    return next((path for path in paths if path.rpartition("/")[2] in (name, f"{name}.h")), None)
 
 
 def read(anchor: Path, rel: str = "src") -> DebianRules | None:
@@ -143,7 +165,7 @@ def parse(text: str) -> DebianRules:
     return DebianRules(buildsystem=found.get("buildsystem"), sourcedir=found.get("sourcedir"),
                        builddir=found.get("builddir"), autoreconf=autoreconf, configure_args=tuple(kept),
                        dropped_args=tuple(dropped), cross_env=_cross_exports(lines),
-                       build_args=tuple(dict.fromkeys(build)))
+                       build_args=tuple(dict.fromkeys(build)), written_files=_echoed_files(lines, variables))
 
 
 def _cross_exports(lines: list[str]) -> tuple[tuple[str, str], ...]:
@@ -170,6 +192,38 @@ def _cross_exports(lines: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(out.items())
 
 
+_ECHO_TARGET = re.compile(r"^[\w.+-]+(/[\w.+-]+)*$")  # a relative path in the package, no `..` climbing
+
+
+def _echoed_files(lines: list[str], variables: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The files unconditional recipe lines write with a plain `echo WORDS > FILE` (`>>` appends): no echo option,
+    no other shell operator, a relative path made of plain variables. Contents keep references to variables
+    crossbuild does not know ($(DEB_HOST_MULTIARCH)), for files_written to fill in or refuse."""
+    files: dict[str, str] = {}
+    for line in _unconditional(lines):
+        if line.startswith("\t") and (written := _echo_line(_expand(line.strip(), variables))):
+            path, append, text = written
+            files[path] = (files.get(path, "") if append else "") + text + "\n"
+    return tuple((path, content) for path, content in files.items() if len(content) <= 64 * 1024)
+
+
+def _echo_line(line: str) -> tuple[str, bool, str] | None:
+    """(path, appends, text) for `echo WORDS > PATH` or `>> PATH`, else None."""
+    lexer = shlex.shlex(line.lstrip("@-"), posix=True, punctuation_chars="|&;<>()`")
+    lexer.whitespace_split, lexer.commenters = True, ""
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    if len(tokens) < 3 or tokens[0] != "echo" or tokens[-2] not in (">", ">>"):
+        return None
+    words, path = tokens[1:-2], tokens[-1].removeprefix("./")
+    if any(w.startswith("-") or set(w) <= set("|&;<>()`") for w in words) or not _ECHO_TARGET.match(path) \
+            or ".." in path.split("/"):
+        return None
+    return path, tokens[-2] == ">>", " ".join(words)
+
+
 def _logical_lines(text: str) -> list[str]:
     """Lines with backslash continuations joined, without comments (a `#` inside a recipe line is the shell's)."""
     lines = []
@@ -182,16 +236,23 @@ def _logical_lines(text: str) -> list[str]:
     return lines
 
 
-def _plain_variables(lines: list[str]) -> dict[str, str]:
-    """VAR = value assignments outside conditionals (`+=` appends), in file order."""
-    variables: dict[str, str] = {}
+def _unconditional(lines: list[str]):
+    """The lines outside any make conditional (the conditionals' own lines left out)."""
     depth = 0
     for line in lines:
         if _CONDITIONAL_OPEN.match(line):
             depth += 1
         elif _CONDITIONAL_END.match(line):
             depth = max(0, depth - 1)
-        elif depth == 0 and not line.startswith("\t") and (m := _ASSIGNMENT.match(line)):
+        elif depth == 0:
+            yield line
+
+
+def _plain_variables(lines: list[str]) -> dict[str, str]:
+    """VAR = value assignments outside conditionals (`+=` appends), in file order."""
+    variables: dict[str, str] = {}
+    for line in _unconditional(lines):
+        if not line.startswith("\t") and (m := _ASSIGNMENT.match(line)):
             name, op, value = m.groups()
             if op == "+=" and name in variables:
                 variables[name] = f"{variables[name]} {value}".strip()

@@ -2,6 +2,9 @@
 
 A recipe is what a person would type first; the agent (a later layer) starts from it and repairs what fails.
 Steps are data (argv + working folder relative to the workspace), so the verifier can replay them.
+
+Longer than ~350 lines: besides the recipes it reads the Makefile and configure facts they depend on (default goal,
+cross switches, conditional rules, configure switches), each a short reader.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,6 +185,26 @@ def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int
                 BuildStep(("make", "install", f"PREFIX={stage}", f"prefix={stage}", *tools), cwd=source,
                           phase="install")]
     raise NoBuildSystemError(f"unknown build system {system!r}; choose one of {', '.join(BUILD_SYSTEMS)}")
+
+
+# A libtool for the target, made as Debian makes one for lua (debian/configure.ac, autoreconf, configure for the
+# host architecture), for a Makefile that runs $(LIBTOOL) without setting it. The build machine's own libtool links
+# shared libraries with the gcc it was configured with, whatever compiler it is handed.
+LIBTOOL_FOLDER = "crossbuild-libtool"
+LIBTOOL_CONFIGURE_AC = """AC_INIT([crossbuild-libtool], [1])
+AC_CONFIG_AUX_DIR([.])
+AC_PROG_CC
+AC_PROG_CXX
+LT_INIT
+AC_OUTPUT
+"""
+
+
+def libtool_steps(folder: str, configure_args: Sequence[str]) -> list[BuildStep]:
+    """The steps that make FOLDER/libtool for the target from LIBTOOL_CONFIGURE_AC written into FOLDER (the
+    toolchain's compilers come from the environment; CONFIGURE_ARGS name the host and build machines)."""
+    return [BuildStep(("autoreconf", "-fi"), cwd=folder, phase="fix"),
+            BuildStep(("./configure", *configure_args), cwd=folder, phase="fix")]
 
 
 _TEST_GOAL = re.compile(r"^(run)?(test|tests|check|checks|testsuite|selftest)([-_.].*)?$|[-_.](test|tests|check)$",

@@ -54,6 +54,10 @@ class PlannerState:
     config_scripts: list[str] = field(default_factory=list)  # the project's config.sub/config.guess copies
     other_systems: list[str] = field(default_factory=list)  # the other build systems the source also has
     conditional_rules: dict[str, str] = field(default_factory=dict)  # Makefile target -> `VAR=1` that enables it
+    debian_files: dict[str, str] = field(default_factory=dict)  # what debian/rules writes (workspace path -> text)
+    workspace: str = ""  # the workspace's absolute path (make runs sub-makes in other folders)
+    configure_args: list[str] = field(default_factory=list)  # the toolchain's ./configure arguments
+    libtool: str = ""  # the libtool made for the target, once made
     pending_goals: bool = False  # build make's default goal's prerequisites by name (asks build_status for them)
     make_goals: list[str] = field(default_factory=list)  # explicit goals for the build step's make
     clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
@@ -229,6 +233,9 @@ class Planner:
         s.config_scripts = data.get("config_scripts") or []
         s.other_systems = data.get("other_build_systems") or []
         s.conditional_rules = data.get("make_conditional_rules") or {}
+        s.debian_files = {f"src/{path}": text for path, text in (data.get("debian_files") or {}).items()}
+        s.workspace = data.get("workspace") or ""
+        s.configure_args = data.get("configure_args") or []
         if not s.recipe:
             s.phase = "blocked"
             s.blocked_reason = f"no build system found ({s.system})"
@@ -391,6 +398,19 @@ class Planner:
                        "own headers")
         return True
 
+    def _make_libtool(self) -> None:
+        """A libtool for the target in the source folder (so the clean rebuild makes it too), made before the build
+        starts again, and make told to use it."""
+        s = self.state
+        folder = f"{s.source_dir}/{recipes.LIBTOOL_FOLDER}"
+        s.pending_edits.append({"path": f"{folder}/configure.ac", "content": recipes.LIBTOOL_CONFIGURE_AC})
+        at = _restart_index(s.recipe)
+        s.recipe[at:at] = [{"argv": list(step.argv), "cwd": step.cwd, "phase": step.phase, "env": {}}
+                           for step in recipes.libtool_steps(folder, s.configure_args)]
+        s.libtool = f"{s.workspace}/{folder}/libtool"
+        s.extra["make_args"] = [a for a in s.extra["make_args"] if not a.startswith("LIBTOOL=")]
+        s.extra["make_args"].append(f"LIBTOOL={s.libtool}")
+
     def _without_dependency(self, name: str, *, keep: bool) -> None:
         """A dependency that cannot be had: turn off the project's option for the feature that needs it (found in
         the options build_status reads), unless the user asked to keep every feature."""
@@ -449,6 +469,13 @@ class Planner:
                                             "new": action["new"]})
                 elif kind == "stub_file":  # the path as the build printed it: write_file keeps it in the workspace
                     s.pending_edits.append({"path": action["file"], "content": action["new"]})
+                elif kind == "dependency" and (path := debian_rules.file_named(s.debian_files, action["name"])):
+                    # a file Debian's rules write and its patches include (lua5.4-deb-multiarch.h), not a library
+                    s.pending_edits.append({"path": path, "content": s.debian_files[path]})
+                    action = {"kind": "debian_file", "file": path}
+                elif kind == "cross_libtool" and s.system in ("make", "configure") and s.workspace \
+                        and not s.libtool:
+                    self._make_libtool()
                 elif kind == "dependency" and "build_dependency" in self.tools:
                     s.pending_deps.append(action["name"])
                 elif kind == "make_rule_switch" and s.system in ("make", "configure") and (
@@ -537,6 +564,10 @@ def _describe(action: dict[str, Any]) -> str:
         return f"provide {action['name']} for the build machine"
     if kind == "make_rule_switch":
         return f"turn on the Makefile's rule for {action['name']}"
+    if kind == "debian_file":
+        return f"wrote {action['file']} as debian/rules does"
+    if kind == "cross_libtool":
+        return "a libtool for the target, made with the toolchain's configure"
     if kind == "stub_file":
         return f"an empty stand-in for the missing {Path(action['file']).name} (built without what it held)"
     if kind == "patch":

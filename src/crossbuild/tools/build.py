@@ -15,6 +15,7 @@ from pydantic import Field
 from crossbuild.env import debian_rules, recipes
 from crossbuild.env.recipes import BuildStep
 from crossbuild.foundation import safefs
+from crossbuild.foundation.targets import Target
 from crossbuild.proof.artifacts import check_artifact
 from crossbuild.proof.verify import VerifyReport, scan_outputs, verify
 from crossbuild.tools import paths
@@ -115,12 +116,20 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
                             "make_goals": goals, "make_cross_switches": cross, "make_conditional_rules": behind,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
+                            "debian_files": rules.files_written(debian_host_variables(ctx.target)) if rules else {},
                             "commands": len(ctx.commands), "config_scripts": config_scripts(ctx.root, source),
                             "artifacts": artifacts, "artifacts_for_target": fitting,
                             "output_dir": recipes.output_dir(system, source=source) if recipe else "build",
                             "recipe": recipe, "source_dir": source,
                             "cmake_args": tc.cmake_args(), "meson_args": tc.meson_args(),
-                            "configure_args": tc.configure_args()})
+                            "configure_args": tc.configure_args(), "workspace": str(ctx.root)})
+
+
+def debian_host_variables(target: Target) -> dict[str, str]:
+    """Debian's host-architecture variables as debian/rules would see them cross-building for TARGET (musl and
+    Windows have no Debian multiarch triple of their own: the toolchain's triple stands in)."""
+    triple = target.gnu_triple if target.libc == "glibc" else target.autotools_host
+    return {"DEB_HOST_MULTIARCH": triple, "DEB_HOST_GNU_TYPE": triple, "DEB_HOST_ARCH": target.debian_arch}
 
 
 def config_scripts(root: Path, source: str = "src") -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from crossbuild.env import debian_rules
 from crossbuild.tools.base import Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import RunContext
 
@@ -48,11 +49,21 @@ def attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None,
         m.entry.render() for m in chosen)
     names = [a["name"] for k in data["kb"] for a in k["actions"] if a.get("kind") == "dependency" and a.get("name")]
     tools = [a["name"] for k in data["kb"] for a in k["actions"] if a.get("kind") == "build_tool" and a.get("name")]
-    if names:
+    written = _written_by_debian_rules(ctx, names[0]) if names else None
+    if written:
+        hint = (f"{written} is a file debian/rules writes, not a library: build_status shows its text (data "
+                f"debian_files); write it with write_file, then build again")
+    elif names:
         hint = f'call build_dependency(name="{names[0]}") to cross-build it into the prefix, then configure again'
     elif tools:
         hint = f'call provide_build_tool(name="{tools[0]}") for the build machine, then run the failed step again'
     return message, hint
+
+
+def _written_by_debian_rules(ctx: RunContext, name: str) -> str | None:
+    """The workspace path of the file debian/rules writes that the missing NAME is."""
+    rules = debian_rules.read(ctx.root)
+    return debian_rules.file_named([f"src/{p}" for p, _ in rules.written_files], name) if rules else None
 
 
 def attach_key(match) -> str:
