@@ -4,6 +4,9 @@ the build's to write, and a Makefile can run anything): hints for build_status a
 
 Only what can be read without evaluating make is taken: `$(VAR)` is expanded when VAR is assigned plainly outside
 any conditional; arguments that still hold a `$`, or name a host path, are left out and counted as dropped.
+
+Longer than ~350 lines: one reader of one file; each hint (dh's options, configure and make arguments, cross
+exports, echoed files) is a short function over the same logical lines and plain variables.
 """
 
 from __future__ import annotations
