@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -147,11 +148,14 @@ def test_test_programs_run_as_an_ordinary_user_on_a_system_they_do_not_own(tmp_p
     (loader_root / "lib").mkdir(parents=True)
     box = sandbox.for_tree(ws).for_test_programs(loader_roots=[loader_root])
     script = (f"id -u; stat -c %u / {loader_root}; ls {loader_root}; echo made > {ws}/by-test; "
-              "touch /planted 2>/dev/null || echo root-read-only")
+              "touch /planted 2>/dev/null || echo root-read-only; "
+              f"chown 0:0 {ws}/by-test 2>&1 | sed 's/.*: //'")
     res = box.run(["sh", "-c", script], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "run.log")
     assert res.ok, (tmp_path / "run.log").read_text()
     lines = (tmp_path / "run.log").read_text().splitlines()[2:]
-    assert lines == [str(sandbox.ORDINARY_UID), "65534", "65534", "lib", "root-read-only"]
+    # `/` is root's, as on a machine (root there is the host's nobody); chowning to root is refused as a machine
+    # refuses an ordinary user, not "Invalid argument" as for an id the namespace lacks (libuv's fs_chown)
+    assert lines == [str(sandbox.ORDINARY_UID), "0", "0", "lib", "root-read-only", "Operation not permitted"]
     written = (ws / "by-test").stat()  # on the host the file is the invoking user's, not uid 1000's
     assert (written.st_uid, written.st_gid) == (0, 0)
     assert not Path("/planted").exists()
@@ -173,14 +177,28 @@ def test_a_handler_for_programs_test_programs_start_is_theirs_alone_and_beyond_t
     box = sandbox.for_tree(ws).for_test_programs(exec_handler=":crossbuild-xbtest:E::xbtest::/bin/cat:F")
     script = (f"{prog}; ls /proc/sys/fs/binfmt_misc; echo -1 > /proc/sys/fs/binfmt_misc/crossbuild-xbtest || "
               f"echo cannot-remove; mkdir -p /tmp/m; mount -t binfmt_misc b /tmp/m 2>/dev/null || echo cannot-mount; "
-              f"{prog}")
+              f"id -u; chown 0:0 {prog} 2>&1 | sed 's/.*: //'; {prog}")
     res = box.run(["sh", "-c", script], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "run.log")
     lines = (tmp_path / "run.log").read_text().splitlines()[2:]
     assert res.ok and lines[0] == lines[-1] == "run by the handler", lines
     assert "cannot-remove" in lines and "cannot-mount" in lines
+    if os.geteuid() == 0:  # as without the handler: an ordinary user, refused a chown to root (two namespaces deep)
+        assert lines[-3:-1] == [str(sandbox.ORDINARY_UID), "Operation not permitted"], lines
     # the host: no such handler, the file is not a program there
     host = Path("/proc/sys/fs/binfmt_misc")
     assert not (host / "crossbuild-xbtest").exists()
     with pytest.raises(OSError) as e:
         subprocess.run([str(prog)], capture_output=True)
     assert e.value.errno == errno.ENOEXEC
+
+
+def test_the_namespace_helper_refuses_a_malformed_map_or_a_command_without_its_placeholder():
+    """env/userns_exec.py runs before bubblewrap, so its refusals are one line and exit 125, running nothing."""
+    from crossbuild.env import userns_exec
+    helper = [sys.executable, "-I", "-S", userns_exec.__file__]
+    for argv, said in ((["1000:0,root", "--", "touch", "{userns}"], "a map is inside:outside"),
+                       (["1000:0", "--", "touch", "nothing"], "usage:"),
+                       (["1000:0", "touch", "{userns}"], "usage:")):
+        r = subprocess.run([*helper, *argv], capture_output=True, text=True, cwd="/tmp")
+        assert r.returncode == 125 and said in r.stderr and len(r.stderr.splitlines()) == 1, (argv, r.stderr)
+    assert not Path("/tmp/{userns}").exists() and not Path("/tmp/nothing").exists()

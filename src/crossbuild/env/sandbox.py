@@ -15,6 +15,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crossbuild.env import build_tools, musl_sysroot
+from crossbuild.env import build_tools, musl_sysroot, userns_exec
 from crossbuild.foundation import host, safefs
 
 if TYPE_CHECKING:
@@ -308,7 +309,8 @@ class UnisolatedSandbox(Sandbox):
 
 
 # Test programs run as this user when crossbuild runs as root (the sandbox maps it to host root, so the workspace
-# stays writable), on a `/` owned by nobody: a test suite then meets what sbuild or a developer's machine gives it.
+# stays writable, and its root to the host's nobody), on a `/` owned by nobody, which shows as root's: a test suite
+# then meets what sbuild or a developer's machine gives it.
 ORDINARY_UID = ORDINARY_GID = 1000
 _NOBODY = 65534
 _SYSTEM_TOPS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "opt")
@@ -330,7 +332,8 @@ class BubblewrapSandbox(Sandbox):
 
     @property
     def label(self) -> str:
-        label = f"bubblewrap, as uid {ORDINARY_UID} on a / owned by nobody" if self.ordinary_user else "bubblewrap"
+        owner = "root (the host's nobody)" if os.geteuid() == 0 else "nobody"
+        label = f"bubblewrap, as uid {ORDINARY_UID} on a / owned by {owner}" if self.ordinary_user else "bubblewrap"
         return label + (", target programs it starts run under qemu" if self.exec_handler else "")
 
     def for_test_programs(self, loader_roots: Sequence[Path] = (), exec_handler: str | None = None) -> Sandbox:
@@ -350,13 +353,17 @@ class BubblewrapSandbox(Sandbox):
                                  exec_handler=handler)
 
     def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
-        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--hostname", "crossbuild"]
+        # a root crossbuild maps root to nobody too (userns_exec), so chown to root is refused as on a machine
+        mapped = self.ordinary_user and os.geteuid() == 0
+        args = [self.bwrap, *(_UNSHARE_ALL_BUT_USER if mapped else ["--unshare-all"]), "--die-with-parent",
+                "--new-session", "--cap-drop", "ALL", "--hostname", "crossbuild"]
         covers: list[tuple[Path, Path]] = []
         if self.ordinary_user:
-            # a read-only `/` owned by nobody, which already holds every mount point and the system links
+            # a read-only `/` owned by nobody (so root's, where root is mapped to nobody), which already holds
+            # every mount point and the system links
             covers = [(self._cover(r), r) for r in self.loader_roots if r.is_dir()]  # a loader built since counts
-            args += ["--unshare-user", "--uid", str(ORDINARY_UID), "--gid", str(ORDINARY_GID),
+            args += ["--userns", userns_exec.PLACEHOLDER] if mapped else ["--unshare-user"]
+            args += ["--uid", str(ORDINARY_UID), "--gid", str(ORDINARY_GID),
                      "--ro-bind", str(self._root_skeleton()), "/"]
         elif self.exec_handler:  # inside the registering namespace the caller is uid 0: keep the caller's ids
             args += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid())]
@@ -382,7 +389,10 @@ class BubblewrapSandbox(Sandbox):
         for cover, loader_root in covers:
             args += _cover_binds(cover, loader_root)
         args += ["--chdir", str(cwd), "--", *argv]
-        return _registering(self.bwrap, self.exec_handler, self.rw_paths, args) if self.exec_handler else args
+        if mapped:
+            args = [*_in_user_namespace(_ORDINARY_MAP), *args]
+        return _registering(self.bwrap, self.exec_handler, self.rw_paths, args, mapped) if self.exec_handler \
+            else args
 
     def _holder_dir(self) -> Path:
         """The host folder for the skeleton and covers (made once per sandbox, removed with it): 0700, so host
@@ -470,7 +480,22 @@ _REGISTER = ('mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc && '
              'printf %s "$1" > /proc/sys/fs/binfmt_misc/register && shift && exec "$@"')
 
 
-def _registering(bwrap: str, handler: str, rw_paths: Sequence[Path], sandbox_argv: list[str]) -> list[str]:
+# --unshare-all less the user namespace, which `--userns` brings instead
+_UNSHARE_ALL_BUT_USER = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
+# the test user is the caller (root: the workspace stays writable) and root is the host's nobody; the outer step of a
+# registering sandbox keeps the caller as its root and nobody as nobody, so the inner namespace can map both
+_ORDINARY_MAP = f"{ORDINARY_UID}:0,0:{_NOBODY}"
+_OUTER_MAP = f"0:0,{_NOBODY}:{_NOBODY}"
+
+
+def _in_user_namespace(mapping: str) -> list[str]:
+    """The words that start the rest of an argv with a user namespace of MAPPING, its descriptor in place of the
+    rest's {userns} (env/userns_exec.py, run with this interpreter: no shell, no PATH lookup)."""
+    return [sys.executable, "-I", "-S", str(Path(userns_exec.__file__).resolve()), mapping, "--"]
+
+
+def _registering(bwrap: str, handler: str, rw_paths: Sequence[Path], sandbox_argv: list[str],
+                 mapped: bool = False) -> list[str]:
     """SANDBOX_ARGV started from a user namespace that has HANDLER registered: the kernel looks a binfmt handler
     up in the caller's user namespace and then its parents, so the sandbox nested inside (which drops every
     capability) uses it and cannot change it. This outer step runs only the fixed script above, on a read-only
@@ -478,6 +503,9 @@ def _registering(bwrap: str, handler: str, rw_paths: Sequence[Path], sandbox_arg
     uid map; one bwrap mounted with --proc would hide parts of it and forbid the nested /proc)."""
     outer = [bwrap, "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "CAP_SYS_ADMIN", "--die-with-parent",
              "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc"]
+    if mapped:  # the inner step maps two ids (userns_exec), which needs both here and the right to map them
+        outer = [*_in_user_namespace(_OUTER_MAP), bwrap, "--userns", userns_exec.PLACEHOLDER, *outer[2:],
+                 "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     for p in rw_paths:
         outer += ["--bind", str(p), str(p)]
     return [*outer, "--", "/bin/sh", "-c", _REGISTER, "sh", handler, *sandbox_argv]
@@ -489,8 +517,8 @@ def exec_handlers_work(bwrap: str | None = None) -> bool:
     bwrap = bwrap or shutil.which("bwrap") or "bwrap"
     probe_handler = ":crossbuild-probe:E::crossbuild-probe::/bin/true:"
     try:
-        return subprocess.run(_registering(bwrap, probe_handler, [], ["/bin/true"]), capture_output=True,
-                              timeout=20).returncode == 0
+        return subprocess.run(_registering(bwrap, probe_handler, [], ["/bin/true"], mapped=os.geteuid() == 0),
+                              capture_output=True, timeout=20).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
