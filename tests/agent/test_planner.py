@@ -117,5 +117,8 @@ def test_a_makefile_that_runs_an_unset_libtool_gets_one_for_the_target_and_debia
     # build_status names it below the package root (the workspace's src/), lua's own src/ folder
     assert _called(planner._decide()) == ("write_file", {"path": "src/src/lua5.4-deb-multiarch.h",
                                                          "content": header})
+    planner._observe(Message("tool", "written", name="write_file", data={}))
+    # the libtool is made once: the restart goes straight to make
+    assert _called(planner._decide())[1]["command"].startswith("make -j2")
     assert planner.state.pending_deps == []
     assert any("wrote src/src/lua5.4-deb-multiarch.h as debian/rules does" in n for n in planner.state.notes)

@@ -203,8 +203,8 @@ AC_OUTPUT
 def libtool_steps(folder: str, configure_args: Sequence[str]) -> list[BuildStep]:
     """The steps that make FOLDER/libtool for the target from LIBTOOL_CONFIGURE_AC written into FOLDER (the
     toolchain's compilers come from the environment; CONFIGURE_ARGS name the host and build machines)."""
-    return [BuildStep(("autoreconf", "-fi"), cwd=folder, phase="fix"),
-            BuildStep(("./configure", *configure_args), cwd=folder, phase="fix")]
+    return [BuildStep(("autoreconf", "-fi"), cwd=folder, phase="prepare"),
+            BuildStep(("./configure", *configure_args), cwd=folder, phase="prepare")]
 
 
 _TEST_GOAL = re.compile(r"^(run)?(test|tests|check|checks|testsuite|selftest)([-_.].*)?$|[-_.](test|tests|check)$",

@@ -577,11 +577,12 @@ def _describe(action: dict[str, Any]) -> str:
 
 def _restart_index(recipe: list[dict[str, Any]]) -> int:
     """Start again from configuring, after the fixes that go before it (prepare steps such as autoreconf are
-    kept)."""
+    kept); with nothing to configure, from the first step after the prepare steps (a plain Makefile's libtool for
+    the target is made once, not at every restart)."""
     for i, step in enumerate(recipe):
         if step["phase"] in ("fix", "configure"):
             return i
-    return 0
+    return next((i for i, step in enumerate(recipe) if step["phase"] != "prepare"), 0)
 
 
 def _last_results(messages: list[Message]) -> list[Message]:
