@@ -146,3 +146,14 @@ def test_a_package_already_shown_gives_way_to_the_next_one_the_log_names():
         shown |= {(m.entry.id, m.groups) for m in found.values()}
     assert names == [("pcre", "GSSAPI"), ("zlib", "PCRE"), (None, "ZLIB"), (None, None)]
     assert [a.kind for a in KB.search(log)[0].actions()] == ["dependency", "system_option"]
+
+
+def test_a_cmake_message_wrapped_inside_a_symptoms_phrase_still_matches():
+    """CMake breaks its messages at ~80 columns wherever a path ends, so the same error wraps differently in each
+    project: the symptom is matched against the message with its continuation lines joined too."""
+    wrapped = ("CMake Error at CMakeLists.txt:120 (add_subdirectory):\n  add_subdirectory given source\n"
+               "  \"/work/eval/a-rather-long-workspace-name/ws/src/third_party/googletest\"\n"
+               "  which is not an existing directory.\n\n\n-- Configuring incomplete, errors occurred!")
+    found = KB.search(wrapped, limit=1)
+    assert [(m.entry.id, m.how, m.groups) for m in found] == [("test-only-dependency-missing", "fingerprint",
+                                                              ("googletest",))]

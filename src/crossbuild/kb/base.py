@@ -151,6 +151,21 @@ def _error_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str
     yield from status
 
 
+# CMake wraps a message's body at ~80 columns, each line indented by two spaces, so a phrase a symptom names can
+# break wherever a long path before it ends (`add_subdirectory given source\n  "/usr/src/googletest/" which ...`)
+_CMAKE_MESSAGE = re.compile(r"^CMake (Error|Warning|Deprecation)", re.MULTILINE)
+_CMAKE_CONTINUATION = re.compile(r"\n  (?=\S)")
+
+
+def _cmake_unwrapped(text: str) -> tuple[str, ...]:
+    """TEXT with CMake's continuation lines joined to the line before them (and that normalised), when it holds a
+    CMake message; nothing otherwise."""
+    if not _CMAKE_MESSAGE.search(text):
+        return ()
+    joined = _CMAKE_CONTINUATION.sub(" ", text)
+    return joined, normalise(joined)
+
+
 class KnowledgeBase:
     def __init__(self, entries: list[Entry]):
         ids = [e.id for e in entries]
@@ -181,9 +196,10 @@ class KnowledgeBase:
         bm25 = dict(self._bm25(norm, 64))
         found: dict[str, Match] = {}
         recognised = False
+        texts = (query, norm, *_cmake_unwrapped(query))
         for e in self.entries.values():
             score = 100.0 + 100.0 * e.priority + bm25.get(e.id, 0.0)
-            for m in (m for p in e.patterns for text in (query, norm) for m in _error_matches(p, text)):
+            for m in (m for p in e.patterns for text in texts for m in _error_matches(p, text)):
                 recognised = True
                 match = Match(e, score, "fingerprint", tuple(g or "" for g in m.groups()))
                 if seen is None or not seen(match):
