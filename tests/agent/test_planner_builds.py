@@ -946,3 +946,44 @@ def test_a_makefile_that_runs_libtool_only_debian_rules_sets_gets_one_made_for_t
     runs = out["verify"]["smoke_runs"]
     assert [s["passed"] for s in runs if s["path"].endswith("greet_check")] == [True], runs
     assert out["verify"]["rebuild"]["ok"]
+
+
+GLIBC_ONLY = r"""
+#include <error.h>
+#include <stdio.h>
+int main(void) {
+    /* glibc's error(3): musl has no error.h; error_message_count counts the messages printed */
+    error(0, 0, "%s", "reported through glibc's error()");
+    return error_message_count == 1 ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_musl_build_that_ends_on_what_musl_lacks_is_built_for_glibc_and_says_so(tmp_path):
+    """The project includes glibc's error.h. For aarch64-linux-musl the build ends on musl-missing-glibc-header;
+    crossbuild then builds the same machine's glibc target in a workspace beside it and says so in the outcome, and
+    an evaluation does not count that as success on musl. --keep-libc stops at the musl failure."""
+    project = tmp_path / "glibc-only"
+    project.mkdir()
+    (project / "error_check.c").write_text(GLIBC_ONLY)
+    (project / "Makefile").write_text("all: error_check\nerror_check: error_check.c\n\t$(CC) -o $@ error_check.c\n"
+                                      "install:\nclean:\n\trm -f error_check\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "--keep-libc")
+    assert out["status"] == "failed" and out["libc_switch"] is None, r.stdout[-3000:]
+    assert "musl-missing-glibc-header" in out["kb_attached"]
+    assert not (tmp_path / "ws-aarch64-linux-gnu").exists()
+    shutil.rmtree(tmp_path / "ws")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", r.stdout[-3000:] + r.stderr[-2000:]
+    switch = out["libc_switch"]
+    assert (switch["from"], switch["to"], switch["because"]) == (
+        "aarch64-linux-musl", "aarch64-linux-gnu", "musl-missing-glibc-header")
+    assert out["message"].startswith("built for aarch64-linux-gnu, not aarch64-linux-musl: musl lacks what the "
+                                     "project needs (musl-missing-glibc-header; run ")
+    assert out["workspace"] == str(tmp_path / "ws-aarch64-linux-gnu")
+    runs = [s["passed"] for s in out["verify"]["smoke_runs"] if s["path"].endswith("error_check")]
+    assert runs == [True], out["verify"]["smoke_runs"]
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    rows = conn.execute("SELECT target, status FROM runs ORDER BY started_at").fetchall()
+    assert rows[-2:] == [("aarch64-linux-musl", "failed"), ("aarch64-linux-gnu", "verified")]

@@ -58,6 +58,8 @@ class RunOutcome:
     cost_usd: float | None = None
     wall_s: float = 0.0
     kb_attached: list[str] = field(default_factory=list)
+    # when the build is for the glibc variant of the musl target asked for: from, to, because, first_run_id
+    libc_switch: dict[str, str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -68,4 +70,4 @@ class RunOutcome:
                 "message": self.message, "output_dir": self.output_dir, "steps": self.steps,
                 "tool_calls": self.tool_calls, "usage": self.usage.__dict__, "cost_usd": self.cost_usd,
                 "wall_s": round(self.wall_s, 3), "kb_attached": self.kb_attached,
-                "verify": self.verify.to_dict() if self.verify else None}
+                "verify": self.verify.to_dict() if self.verify else None, "libc_switch": self.libc_switch}

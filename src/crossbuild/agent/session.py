@@ -3,6 +3,7 @@ Shared by the CLI and the evaluation harness."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -46,6 +47,8 @@ class BuildRequest:
     extra_args: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "cmake" | "meson" | "configure" -> args
     passthrough: dict[str, str] = field(default_factory=dict)  # the user's variables their settings allow in builds
     source_hints: bool = True  # False: the source's packaging (debian/) is removed before the build
+    keep_libc: bool = False  # a musl target that lacks what the project needs ends the build, no glibc build instead
+    libc_switch: dict[str, str] | None = None  # set on the glibc build that follows a musl one (_glibc_instead)
 
 
 def request_for(resolved: Resolved, source: str, target: Target, *, model: ModelConfig | None = None,
@@ -54,7 +57,7 @@ def request_for(resolved: Resolved, source: str, target: Target, *, model: Model
     the target's extra arguments, the allowed variables); FIELDS are what the face itself decides."""
     s = resolved.settings
     return BuildRequest(source=source, target=target, budgets=Budgets(**s.budgets.model_dump()), jobs=s.jobs,
-                        dep_sources=s.dependencies, keep_features=s.keep_features,
+                        dep_sources=s.dependencies, keep_features=s.keep_features, keep_libc=s.keep_libc,
                         extra_args=resolved.target_args(target.name), passthrough=resolved.passthrough_env(),
                         model=model or ModelConfig(spec=s.model, base_url=s.base_url), **fields)
 
@@ -62,7 +65,51 @@ def request_for(resolved: Resolved, source: str, target: Target, *, model: Model
 def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.Event | None = None,
           run_id: str | None = None, replay: Replay | None = None) -> tuple[RunOutcome, RunContext]:
     """Raises workspace.SourceError / ModelConfigError before anything runs when the request cannot start.
-    With REPLAY (see resume), the run continues in its own workspace instead of a new one."""
+    With REPLAY (see resume), the run continues in its own workspace instead of a new one. A musl build that ended
+    on what musl lacks (glibc's execinfo.h, backtrace...) is followed by a build for the same machine with glibc,
+    unless the request keeps the libc; the outcome says so."""
+    outcome, ctx = _build_once(req, on_event=on_event, cancel=cancel, run_id=run_id, replay=replay)
+    because = [] if req.keep_libc or (cancel is not None and cancel.is_set()) else _musl_lacks(req, outcome)
+    glibc = req.target.glibc_variant
+    if not because or glibc is None or outcome.ok:
+        return outcome, ctx
+    switch = {"from": req.target.name, "to": glibc.name, "because": ", ".join(because),
+              "first_run_id": outcome.run_id}
+    on_event(Event("note", {"message": f"{req.target.name} ended on what musl lacks ({switch['because']}): "
+                                       f"building for {glibc.name} instead (--keep-libc stops here)"}))
+    glibc_req = dataclasses.replace(req, target=glibc, libc_switch=switch,
+                                    workspace_dir=_beside(req.workspace_dir, glibc), prefix=_beside(req.prefix, glibc))
+    second, ctx = _build_once(glibc_req, on_event=on_event, cancel=cancel, run_id=None, replay=None)
+    second.message = (f"built for {glibc.name}, not {req.target.name}: musl lacks what the project needs "
+                      f"({switch['because']}; run {outcome.run_id}). " + second.message)
+    return second, ctx
+
+
+def _musl_lacks(req: BuildRequest, outcome: RunOutcome) -> list[str]:
+    """The knowledge-base entries naming something musl lacks (their action: use_glibc) attached to the run's last
+    command, when that command failed: the failure the run ended on, not one a later fix got past."""
+    if req.target.libc != "musl" or outcome.ok:
+        return []
+    conn = trace_store.connect(req.db or default_path())
+    try:
+        row = conn.execute("SELECT result_json FROM tool_calls WHERE run_id=? AND name='run_command' "
+                           "ORDER BY id DESC LIMIT 1", (outcome.run_id,)).fetchone()
+    finally:
+        conn.close()
+    result = json.loads(row[0]) if row and row[0] else {}
+    if result.get("ok", True):
+        return []
+    return [k["id"] for k in (result.get("data") or {}).get("kb") or []
+            if any(a.get("kind") == "use_glibc" for a in k.get("actions") or [])]
+
+
+def _beside(path: Path | None, target: Target) -> Path | None:
+    """A folder next to PATH for TARGET's build (the musl build's workspace and prefix stay as they are)."""
+    return path.with_name(f"{path.name}-{target.name}") if path is not None else None
+
+
+def _build_once(req: BuildRequest, *, on_event: EventSink, cancel: threading.Event | None, run_id: str | None,
+                replay: Replay | None) -> tuple[RunOutcome, RunContext]:
     model = make_model(req.model, on_retry=lambda n, t, d: on_event(Event(
         "provider_retry", {"attempt": n, "reason": t.reason, "delay_s": round(d, 2)})))
     if replay is None:
@@ -87,11 +134,13 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
                   "sandbox": ctx.sandbox.backend, "prefix": str(ctx.prefix), "left_out": left_out,
                   "dep_sources": req.dep_sources, "keep_features": req.keep_features,
                   "extra_args": req.extra_args, "passthrough": sorted(req.passthrough),
-                  "source_hints": req.source_hints}  # names only, never values
+                  "source_hints": req.source_hints, "keep_libc": req.keep_libc,
+                  **({"libc_switch": req.libc_switch} if req.libc_switch else {})}  # names only, never values
         engine = GraphAgent if req.model.engine == "langgraph" else Agent
         agent = engine(model, ctx, source=req.source, budgets=req.budgets, trace=trace, on_event=on_event,
                       config=config, run_id=run_id or new_run_id(), replay=replay)
         outcome = agent.run()
+        outcome.libc_switch = req.libc_switch
     finally:
         trace.close()
         if trace.listener is not None:
@@ -152,6 +201,7 @@ def resume(run_id: str, db: Path | None = None, *, on_event: EventSink = ignore,
                        workspace_dir=root, jobs=cfg.get("jobs"), sandbox_backend=cfg.get("sandbox", "auto"),
                        prefix=Path(cfg["prefix"]) if cfg.get("prefix") else None,
                        dep_sources=cfg.get("dep_sources") or {}, keep_features=bool(cfg.get("keep_features")),
+                       keep_libc=bool(cfg.get("keep_libc")), libc_switch=cfg.get("libc_switch"),
                        extra_args={k: tuple(v) for k, v in (cfg.get("extra_args") or {}).items()},
                        passthrough={n: os.environ[n] for n in names if n in os.environ})
     on_event(Event("resuming", {"run_id": rec.run["id"], "workspace": str(root), "turns": len(replay.turns),

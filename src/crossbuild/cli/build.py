@@ -51,6 +51,9 @@ def build_command(
     keep_features: bool = typer.Option(None, "--keep-features/--drop-features", help="Whether a dependency that "
                                        "cannot be cross-built ends the build, instead of the optional feature that "
                                        "needs it being turned off (default: dropped)."),
+    keep_libc: bool = typer.Option(None, "--keep-libc/--switch-libc", help="Whether a musl build that ends on "
+                                   "what musl lacks (glibc's execinfo.h, backtrace...) stays failed, instead of the "
+                                   "same machine's glibc target being built next and reported (default: built)."),
     config: Path = typer.Option(None, "--config", help="Settings file to use instead of the nearest crossbuild.toml."),
     no_config: bool = typer.Option(False, "--no-config", help="Read no settings file (options and CROSSBUILD_* "
                                    "variables still apply)."),
@@ -86,7 +89,7 @@ def build_command(
         target_from(name)  # an unknown --target gets the targets' own message before anything else
     resolved = load_settings(config, no_config, {
         "targets": target or None, "model": model, "base_url": base_url, "jobs": jobs,
-        "keep_features": keep_features, "budgets.max_steps": max_steps,
+        "keep_features": keep_features, "keep_libc": keep_libc, "budgets.max_steps": max_steps,
         "dependencies": _dep_sources(dep_source) or None})
     s = resolved.settings
     if not s.targets:

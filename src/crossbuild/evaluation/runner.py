@@ -114,8 +114,10 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
     usage = outcome.get("usage") or {}
     return {**row, "run_id": outcome["run_id"], "status": outcome["status"], "stop_reason": outcome["stop_reason"],
             "message": (outcome.get("message") or "")[:1500], "levels": levels,
+            # a glibc build after the musl one ended on what musl lacks is no success on the musl target asked for
             "strict_success": all(levels[k] for k in ("right_target", "expected", "rebuild"))
-            and (levels["functional"] is not False),
+            and (levels["functional"] is not False) and not outcome.get("libc_switch"),
+            **({"libc_switch": outcome["libc_switch"]} if outcome.get("libc_switch") else {}),
             "steps": outcome["steps"], "tool_calls": outcome["tool_calls"],
             "tokens": usage.get("input_tokens", 0) + usage.get("output_tokens", 0), "cost_usd": outcome["cost_usd"],
             "wall_s": round(time.monotonic() - start, 2), "workspace": outcome.get("workspace"),

@@ -82,6 +82,7 @@ class Settings(BaseModel):
     base_url: str | None = None
     jobs: PositiveInt | None = None
     keep_features: bool = False
+    keep_libc: bool = False
     env_passthrough: Annotated[list[str], NoDecode] = Field(
         default=[], description="names of the user's variables a build may see (never credentials)")
     budgets: BudgetSettings = BudgetSettings()
@@ -226,6 +227,7 @@ class _FromEnvironment(BaseSettings):
     base_url: str | None = None
     jobs: str | None = None
     keep_features: str | None = None
+    keep_libc: str | None = None
     env_passthrough: str | None = None
     budgets: dict[str, str] | None = None
 

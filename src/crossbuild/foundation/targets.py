@@ -67,6 +67,13 @@ class Target:
         """Debian's multiarch triple for glibc targets (where libc6-<arch>-cross installs: /usr/<triple>)."""
         return _GNU_TRIPLES[self.arch]
 
+    @property
+    def glibc_variant(self) -> Target | None:
+        """The same machine with glibc (aarch64-linux-musl -> aarch64-linux-gnu), for a musl target; else None."""
+        if self.libc != "musl":
+            return None
+        return TARGETS.get(f"{self.arch}-{self.os}-{self.abi.replace('musl', 'gnu', 1)}")
+
     def facts(self) -> dict[str, str]:
         """A flat, printable summary (for `crossbuild targets` and `--json`)."""
         return {
