@@ -48,7 +48,7 @@ class BuildRequest:
     passthrough: dict[str, str] = field(default_factory=dict)  # the user's variables their settings allow in builds
     source_hints: bool = True  # False: the source's packaging (debian/) is removed before the build
     keep_libc: bool = False  # a musl target that lacks what the project needs ends the build, no glibc build instead
-    libc_switch: dict[str, str] | None = None  # set on the glibc build that follows a musl one (_glibc_instead)
+    libc_switch: dict[str, str] | None = None  # set on the glibc build that follows a musl one (build)
 
 
 def request_for(resolved: Resolved, source: str, target: Target, *, model: ModelConfig | None = None,
