@@ -501,11 +501,12 @@ def _registering(bwrap: str, handler: str, rw_paths: Sequence[Path], sandbox_arg
     capability) uses it and cannot change it. This outer step runs only the fixed script above, on a read-only
     view of the host with the sandbox's writable folders and a writable /proc (where the nested bwrap writes its
     uid map; one bwrap mounted with --proc would hide parts of it and forbid the nested /proc)."""
-    outer = [bwrap, "--unshare-user", "--uid", "0", "--gid", "0", "--cap-add", "CAP_SYS_ADMIN", "--die-with-parent",
-             "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc"]
-    if mapped:  # the inner step maps two ids (userns_exec), which needs both here and the right to map them
-        outer = [*_in_user_namespace(_OUTER_MAP), bwrap, "--userns", userns_exec.PLACEHOLDER, *outer[2:],
-                 "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    # mapped: the inner step maps two ids (userns_exec), which needs both here and the right to map them
+    start = [*_in_user_namespace(_OUTER_MAP), bwrap, "--userns", userns_exec.PLACEHOLDER] if mapped \
+        else [bwrap, "--unshare-user"]
+    caps = ["CAP_SYS_ADMIN", *(["CAP_SETUID", "CAP_SETGID"] if mapped else [])]
+    outer = [*start, "--uid", "0", "--gid", "0", *(w for cap in caps for w in ("--cap-add", cap)),
+             "--die-with-parent", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc"]
     for p in rw_paths:
         outer += ["--bind", str(p), str(p)]
     return [*outer, "--", "/bin/sh", "-c", _REGISTER, "sh", handler, *sandbox_argv]
