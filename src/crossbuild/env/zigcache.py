@@ -25,6 +25,7 @@ _CXX = "#include <iostream>\n#include <string>\nint main(){std::string s(\"warm\
 # and shared libraries; anything else a project needs is built in its own layer.
 _VARIANTS = (("exe", ("-O0", "-g")), ("exe", ("-O2",)), ("shared", ("-O0", "-g")), ("shared", ("-O2",)))
 _WARM_RECIPE = 2  # raised whenever warm builds more, so that caches warmed before are completed once
+_WARM_LOCK = ".crossbuild-warm.lock"
 _LAYER_COPIED = ("h", "b")  # manifests and build files zig opens for writing; `o/` holds the outputs
 
 
@@ -76,7 +77,7 @@ def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | 
     todo = [lang for lang in languages if not stamp(shared, target, lang, zig).exists()]
     if not todo:
         return []
-    with host.exclusive(shared / ".crossbuild-warm.lock"):
+    with host.exclusive(shared / _WARM_LOCK):
         done = []
         for lang in todo:
             done_stamp = stamp(shared, target, lang, zig)
@@ -116,10 +117,13 @@ def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
 
 
 def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
-    """A fresh private cache at ANCHOR/REL over SHARED: its manifests and build files copied, every output folder a
-    real folder of links to SHARED's files (which the sandbox mounts read-only). On a hit zig reads through the
-    links; when it rebuilds an entry (another zig installation, changed inputs) it renames its new file over the
-    link, inside the layer. Whatever was at ANCHOR/REL before is removed."""
+    """A fresh private cache at ANCHOR/REL over SHARED: its manifests and build files copied, its `o/` a real folder
+    holding one link per output folder of SHARED (which the sandbox mounts read-only). On a hit zig reads through
+    the links; a new entry (a CPU variant nobody warmed, the project's own objects) is a new folder in the layer.
+    zig names an output folder by its inputs' digest, so it never writes into one it already has — except after a
+    reinstall, which `warm` settles on the host first (see `stamp`). One link per entry, not a folder of links per
+    entry: ~4,000 entries (mostly libc's objects, one per folder) took ~3 s to lay out and ~2 s to remove, in every
+    workspace and every clean rebuild. Whatever was at ANCHOR/REL before is removed."""
     dest = anchor / rel
     safefs.remove_tree(anchor, rel)
     shared.mkdir(parents=True, exist_ok=True)
@@ -127,20 +131,14 @@ def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
         for name in ("o", "z", "tmp"):
             os.mkdir(name, 0o755, dir_fd=dfd)
     outputs = shared / "o"
-    with safefs.open_dir(anchor, f"{rel}/o") as ofd:
-        for entry in sorted(os.scandir(outputs), key=lambda e: e.name) if outputs.is_dir() else []:
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-            os.mkdir(entry.name, 0o755, dir_fd=ofd)
-            efd = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=ofd)
-            try:
-                for name in os.listdir(entry.path):
-                    os.symlink(os.path.join(entry.path, name), name, dir_fd=efd)
-            finally:
-                os.close(efd)
-    for name in _LAYER_COPIED:
-        if (shared / name).is_dir():
-            safefs.copy_tree(shared, name, anchor, f"{rel}/{name}", links="drop")
+    # shared: a warm on another worker writes an entry's outputs before its manifest; never copy one without the other
+    with host.exclusive(shared / _WARM_LOCK, shared=True), safefs.open_dir(anchor, f"{rel}/o") as ofd:
+        for name in _LAYER_COPIED:
+            if (shared / name).is_dir():
+                safefs.copy_tree(shared, name, anchor, f"{rel}/{name}", links="drop")
+        for entry in os.scandir(outputs) if outputs.is_dir() else ():
+            if entry.is_dir(follow_symlinks=False):
+                os.symlink(entry.path, entry.name, dir_fd=ofd)
     return dest
 
 

@@ -29,12 +29,13 @@ def cache_root() -> Path:
 
 
 @contextmanager
-def exclusive(lock_file: Path) -> Iterator[None]:
+def exclusive(lock_file: Path, *, shared: bool = False) -> Iterator[None]:
     """Hold an exclusive lock on `lock_file` (created if need be): crossbuild processes on one machine share the
-    caches, and the second one to arrive waits, then finds the work done."""
+    caches, and the second one to arrive waits, then finds the work done. `shared`: many readers at once, none
+    while a writer holds it exclusively."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_file, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    with open(lock_file, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
