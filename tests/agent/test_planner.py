@@ -96,7 +96,7 @@ def test_a_makefile_that_runs_an_unset_libtool_gets_one_for_the_target_and_debia
     planner._observe(Message("tool", "status", name="build_status", data={
         "build_system": "make", "recipe": [make], "workspace": "/ws",
         "configure_args": ["--host=aarch64-linux-musl", "--build=x86_64-pc-linux-gnu"],
-        "debian_files": {"src/lua5.4-deb-multiarch.h": header}}))
+        "debian_files": {"src/src/lua5.4-deb-multiarch.h": header}}))
     assert _called(planner._decide())[1]["command"].startswith("make -j2")
     unset = {"kb": [{"id": "libtool-variable-unset", "actions": [{"kind": "cross_libtool"}]}]}
     planner._observe(Message("tool", "failed", name="run_command", is_error=True, data=unset))

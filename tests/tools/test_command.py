@@ -79,7 +79,7 @@ def test_a_header_debian_rules_writes_is_offered_as_a_file_to_write_not_a_depend
     assert [k["id"] for k in r.data["kb"]] == ["header-not-found"]
     assert r.hint.startswith("src/src/lua5.4-deb-multiarch.h is a file debian/rules writes, not a library")
     status = call("build_status", {})
-    assert status.data["debian_files"] == {"src/lua5.4-deb-multiarch.h": '#define M "aarch64-linux-musl"\n'}
+    assert status.data["debian_files"] == {"src/src/lua5.4-deb-multiarch.h": '#define M "aarch64-linux-musl"\n'}
     assert "writes src/lua5.4-deb-multiarch.h" in status.message
 
 

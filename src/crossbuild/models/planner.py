@@ -233,7 +233,7 @@ class Planner:
         s.config_scripts = data.get("config_scripts") or []
         s.other_systems = data.get("other_build_systems") or []
         s.conditional_rules = data.get("make_conditional_rules") or {}
-        s.debian_files = {f"src/{path}": text for path, text in (data.get("debian_files") or {}).items()}
+        s.debian_files = dict(data.get("debian_files") or {})
         s.workspace = data.get("workspace") or ""
         s.configure_args = data.get("configure_args") or []
         if not s.recipe:

@@ -116,7 +116,7 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
                             "make_goals": goals, "make_cross_switches": cross, "make_conditional_rules": behind,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
-                            "debian_files": rules.files_written(debian_host_variables(ctx.target)) if rules else {},
+                            "debian_files": _debian_files(rules, ctx.target),
                             "commands": len(ctx.commands), "config_scripts": config_scripts(ctx.root, source),
                             "artifacts": artifacts, "artifacts_for_target": fitting,
                             "output_dir": recipes.output_dir(system, source=source) if recipe else "build",
@@ -130,6 +130,14 @@ def debian_host_variables(target: Target) -> dict[str, str]:
     Windows have no Debian multiarch triple of their own: the toolchain's triple stands in)."""
     triple = target.gnu_triple if target.libc == "glibc" else target.autotools_host
     return {"DEB_HOST_MULTIARCH": triple, "DEB_HOST_GNU_TYPE": triple, "DEB_HOST_ARCH": target.debian_arch}
+
+
+def _debian_files(rules: debian_rules.DebianRules | None, target: Target) -> dict[str, str]:
+    """The files debian/rules writes, keyed by their workspace path (as write_file takes it): debian/rules runs in
+    src/, so its paths are below it."""
+    if rules is None:
+        return {}
+    return {f"src/{path}": text for path, text in rules.files_written(debian_host_variables(target)).items()}
 
 
 def config_scripts(root: Path, source: str = "src") -> list[str]:
@@ -279,3 +287,4 @@ VERIFY = Tool(
         "under qemu; optionally a clean rebuild. Returns VERIFIED or the reasons it is not. Your own claim of success "
         "never counts; this does."),
 )
+

@@ -52,7 +52,7 @@ def attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None,
     written = _written_by_debian_rules(ctx, names[0]) if names else None
     if written:
         hint = (f"{written} is a file debian/rules writes, not a library: build_status shows its text (data "
-                f"debian_files, keyed by its path below src/); write it to {written} with write_file, then build "
+                f"debian_files[{written!r}]); write it to {written} with write_file, then build "
                 f"again")
     elif names:
         hint = f'call build_dependency(name="{names[0]}") to cross-build it into the prefix, then configure again'
