@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from crossbuild.env import zigcache
+from crossbuild.foundation import host
 from crossbuild.foundation.targets import parse_target
 from crossbuild.proof.artifacts import scan_tree
 from crossbuild.proof.verify import is_testlike, verify
@@ -18,13 +20,19 @@ AARCH64 = parse_target("aarch64-linux-musl")
 
 
 def zcc(zig: str, target: str, args: list[str], cwd: Path) -> None:
-    r = subprocess.run([zig, "cc", "-target", target, *args], cwd=cwd, capture_output=True, text=True)
+    """zig cc with crossbuild's shared cache, which other tests warm too (zig's own default cache would build each
+    libc again: ~5 min on a fresh machine), holding the lock warm holds while it writes there."""
+    shared = host.zig_cache_dir()
+    for libc_target in ("aarch64-linux-musl", "arm-linux-musleabihf", "x86_64-windows-gnu"):
+        zigcache.warm(parse_target(libc_target), shared=shared)
+    with zigcache.writing(shared):
+        r = subprocess.run([zig, "cc", "-target", target, *args], cwd=cwd, capture_output=True, text=True,
+                           env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "ZIG_GLOBAL_CACHE_DIR": str(shared)})
     assert r.returncode == 0, r.stderr
 
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory):
-    from crossbuild.foundation import host
     zig = str(host.zig_executable())
     d = tmp_path_factory.mktemp("fixtures")
     (d / "lib.c").write_text("int lib(void){return 42;}\n")
@@ -402,7 +410,6 @@ def test_a_test_program_runs_where_make_check_would_run_it_and_finds_its_data_th
     """Automake runs tests/.libs/prog's wrapper in tests/ with srcdir set to the source's tests/; xz's test
     programs open `files/...` from there. Run anywhere else, they fail for a reason that is not the build's."""
     from crossbuild.env.toolchain import Toolchain
-    from crossbuild.foundation import host
 
     ws = tmp_path / "ws"
     (ws / "build" / "tests" / ".libs").mkdir(parents=True)

@@ -77,7 +77,7 @@ def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | 
     todo = [lang for lang in languages if not stamp(shared, target, lang, zig).exists()]
     if not todo:
         return []
-    with host.exclusive(shared / _WARM_LOCK):
+    with writing(shared):
         done = []
         for lang in todo:
             done_stamp = stamp(shared, target, lang, zig)
@@ -88,6 +88,12 @@ def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | 
             done_stamp.touch()
             done.append(lang)
     return done
+
+
+def writing(shared: Path):
+    """The lock to hold while zig writes SHARED directly (warm does; so may a test compiling with the shared cache):
+    layers are laid out under it shared, so none links an entry whose manifest is still being written."""
+    return host.exclusive(shared / _WARM_LOCK)
 
 
 def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
