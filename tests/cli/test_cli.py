@@ -291,15 +291,22 @@ def test_a_piped_row_stays_one_line_whatever_its_cells_hold(capsys):
 
 @pytest.mark.slow
 def test_no_source_hints_builds_the_project_as_upstream_ships_it(tmp_path):
-    """debian/rules' off-switches are taken as hints; --no-source-hints removes the packaging from the workspace
-    (and from the copy the clean rebuild starts from) before anything reads it, and the build still verifies."""
+    """debian/rules' off-switches are taken as hints; --no-source-hints undoes Debian's patches and removes the
+    packaging from the workspace (and from the copy the clean rebuild starts from) before anything reads it, and
+    the build still verifies."""
     project = copy_example(tmp_path / "libcalc")
     (project / "debian").mkdir()
     (project / "debian" / "rules").write_text(
         "#!/usr/bin/make -f\n%:\n\tdh $@ --buildsystem=cmake\noverride_dh_auto_configure:\n"
         "\tdh_auto_configure -- -DCALC_WITH_DOCS=OFF\n")
-    (project / ".pc").mkdir()
+    # dpkg-source applied a patch that changed README.md and created src/deb-only.c; quilt's backups are in .pc/
+    upstream_readme = (project / "README.md").read_bytes()
+    (project / ".pc" / "fix.patch" / "src").mkdir(parents=True)
     (project / ".pc" / "applied-patches").write_text("fix.patch\n")
+    (project / ".pc" / "fix.patch" / "README.md").write_bytes(upstream_readme)
+    (project / ".pc" / "fix.patch" / "src" / "deb-only.c").write_bytes(b"")
+    (project / "README.md").write_bytes(upstream_readme + b"patched by Debian\n")
+    (project / "src" / "deb-only.c").write_text("int deb_only;\n")
     db = str(tmp_path / "runs.db")
     for flag, ws in (("--source-hints", "with"), ("--no-source-hints", "without")):
         r = cb("build", str(project), "-t", "aarch64-linux-musl", flag, "-w", str(tmp_path / ws), "--db", db,
@@ -310,11 +317,15 @@ def test_no_source_hints_builds_the_project_as_upstream_ships_it(tmp_path):
         message = outcome_of(r.stdout)["message"]
         if ws == "with":
             assert (tmp_path / ws / "src" / "debian" / "rules").is_file()
+            assert (tmp_path / ws / "src" / "README.md").read_bytes().endswith(b"patched by Debian\n")
             assert "from debian/rules: -DCALC_WITH_DOCS=OFF" in message
         else:
             for tree in ("src", ".xbuild/pristine/src"):
                 assert not (tmp_path / ws / tree / "debian").exists() and not (tmp_path / ws / tree / ".pc").exists()
+                assert (tmp_path / ws / tree / "README.md").read_bytes() == upstream_readme  # the patch undone
+                assert not (tmp_path / ws / tree / "src" / "deb-only.c").exists()
             assert "debian/rules" not in message and (tmp_path / ws / "src" / "CMakeLists.txt").is_file()
             assert sorted(prepared["left_out"]) == [".pc/ (packaging: --no-source-hints)",
-                                                   "debian/ (packaging: --no-source-hints)"]
+                                                   "debian/ (packaging: --no-source-hints)",
+                                                   "debian/patches/fix.patch (undone: --no-source-hints)"]
     assert (project / "debian" / "rules").is_file()  # the user's source is never changed

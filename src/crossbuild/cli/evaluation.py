@@ -30,7 +30,8 @@ def eval_run(
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: start a local Ray)."),
     sandbox_backend: str = typer.Option("auto", "--sandbox"),
     source_hints: bool = typer.Option(True, "--source-hints/--no-source-hints", help="--no-source-hints: every "
-                                      "workspace without the source's packaging (debian/), as upstream ships it."),
+                                      "workspace without the source's packaging (debian/) and its patches, as "
+                                      "upstream ships it."),
 ) -> None:
     """Run every (project, target, repeat) cell as an isolated `crossbuild build`; resumable."""
     from crossbuild.evaluation import corpus, runner

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from crossbuild.env import quilt
 from crossbuild.foundation import host, safefs
 
 # Files a build never needs and a model must never read: they are not copied into workspaces, and the tools refuse
@@ -95,7 +96,7 @@ def is_remote(source: str) -> bool:
 def prepare(source: str, root: str | Path, *, source_hints: bool = True) -> Workspace:
     """Make `root/src` from SOURCE. Raises SourceError with an actionable message. Credential files (keys,
     tokens, .env) and special files are not copied; the returned Workspace lists them in `left_out`. Without
-    SOURCE_HINTS the packaging (PACKAGING) is removed too, patches applied: the project as upstream ships it."""
+    SOURCE_HINTS Debian's patches are undone and the packaging (PACKAGING) removed: the project as upstream ships it."""
     ws = Workspace(Path(root).resolve())
     if ws.src.exists():
         raise SourceError(f"{ws.src} already exists: choose a new workspace folder")
@@ -110,6 +111,7 @@ def prepare(source: str, root: str | Path, *, source_hints: bool = True) -> Work
         left_out = _fill(source, ws)
         left_out += _drop_credentials(ws.src)
         if not source_hints:
+            left_out += [f"debian/patches/{name} (undone: --no-source-hints)" for name in quilt.unapply(ws.src)]
             left_out += _drop_packaging(ws.src)
         safefs.copy_tree(ws.root, "src", ws.root, f"{PRISTINE}/src")
     except BaseException:
