@@ -72,3 +72,15 @@ def test_rules_a_makefile_keeps_behind_a_variable_are_found_with_the_switch_that
     assert recipes.rule_switch("obj/so/re2/unicode_groups.o", rules) == "REBUILD_TABLES=1"
     assert recipes.rule_switch("obj/xre2/perl_groups.o", rules) is None
     assert recipes.rule_switch("stale.cc", rules) is None and recipes.rule_switch("unicode_x.cc", rules) is None
+
+
+def test_the_archivers_operation_a_makefile_keeps_in_ar_is_kept():
+    from crossbuild.env.recipes import archiver_flags
+
+    assert archiver_flags(["CC= gcc -std=gnu99\nAR= ar rcu\nRANLIB= ranlib\n"]) == ("rcu",)  # Lua's
+    assert archiver_flags(["AR ?= $(CROSS_COMPILE)ar cr  # archive\n"]) == ("cr",)
+    assert archiver_flags(["ARFLAGS = rcs\nlib.a:\n\t$(AR) $(ARFLAGS) $@ $^\n"]) == ()  # its rules pass it
+    assert archiver_flags(["AR = $(CC) -o\n"]) == ()  # not an archiver
+    # one Makefile's AR holds the operation, another's is the archiver alone: its rules pass their own
+    assert archiver_flags(["AR= ar rcu\n", "AR = ar\nlib.a:\n\t$(AR) rcs $@ $^\n"]) == ()
+    assert archiver_flags(["AR= ar rcu\n", "AR= ar rcs\n"]) == ()  # disagreeing: nothing guessed

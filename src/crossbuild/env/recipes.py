@@ -179,12 +179,48 @@ def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int
         ]
     if system == "make":
         cc = toolchain.env.vars
-        tools = (f"CC={cc['CC']}", f"CXX={cc['CXX']}", f"AR={cc['AR']}", f"RANLIB={cc['RANLIB']}")
+        ar_flags = archiver_flags(_makefile_texts(toolchain.workspace, source))
+        tools = (f"CC={cc['CC']}", f"CXX={cc['CXX']}", f"AR={' '.join((cc['AR'], *ar_flags))}",
+                 f"RANLIB={cc['RANLIB']}")
         # a plain Makefile names its prefix PREFIX or prefix (and may rebuild while installing, with the tools)
         return [BuildStep(("make", f"-j{jobs}", *tools), cwd=source),
                 BuildStep(("make", "install", f"PREFIX={stage}", f"prefix={stage}", *tools), cwd=source,
                           phase="install")]
     raise NoBuildSystemError(f"unknown build system {system!r}; choose one of {', '.join(BUILD_SYSTEMS)}")
+
+
+# `AR = ar rcu`: the archiver with its operation in one variable, used as `$(AR) $@ $(OBJS)` (Lua and many
+# hand-written Makefiles). Overriding AR with the archiver alone drops the operation ("zar liblua.a ...": usage).
+_AR_WITH_FLAGS = re.compile(r"^[ \t]*AR[ \t]*[:?]?=[ \t]*(\S+)[ \t]+([A-Za-z]+)[ \t]*(?:#.*)?$", re.MULTILINE)
+_AR_PLAIN = re.compile(r"^[ \t]*AR[ \t]*[:?]?=[ \t]*(\S+)[ \t]*(?:#.*)?$", re.MULTILINE)
+
+
+def archiver_flags(makefiles: Sequence[str]) -> tuple[str, ...]:
+    """The operation letters the project's Makefiles put in AR itself (`AR= ar rcu` -> ("rcu",)), to keep after the
+    toolchain's archiver; () when none does, or when another Makefile sets AR to the archiver alone (its rules then
+    pass their own operation)."""
+    found = {m.group(2) for text in makefiles for m in _AR_WITH_FLAGS.finditer(text)
+             if os.path.basename(m.group(1)).endswith("ar")}
+    plain = any(_AR_PLAIN.search(text) for text in makefiles)
+    return (found.pop(),) if len(found) == 1 and not plain else ()
+
+
+def _makefile_texts(workspace: Path, source: str) -> list[str]:
+    """The Makefiles of the source folder and of the folders right below it (read through safefs, bounded): a
+    top-level Makefile often only runs `$(MAKE) -C src`."""
+    texts = []
+    try:
+        with safefs.open_dir(workspace, source) as fd:
+            subdirs = sorted(e.name for e in os.scandir(fd) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return texts
+    for folder in (".", *subdirs[:64]):
+        for name in ("GNUmakefile", "makefile", "Makefile"):
+            text = safefs.read_text_or_none(workspace, f"{source}/{folder}/{name}", max_bytes=1 << 20)
+            if text is not None:
+                texts.append(text)
+                break
+    return texts
 
 
 # A libtool for the target, made as Debian makes one for lua (debian/configure.ac, autoreconf, configure for the
