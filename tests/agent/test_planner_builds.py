@@ -104,14 +104,16 @@ def test_a_makefile_whose_default_goal_runs_target_programs_is_built_without_its
 @pytest.mark.slow
 def test_a_makefile_whose_ar_variable_holds_the_archivers_operation_keeps_it(tmp_path):
     """Lua's upstream layout: the top Makefile runs `$(MAKE)` in src/, whose Makefile says `AR= ar rcu` and archives
-    with `$(AR) $@ $(OBJS)`. The toolchain's archiver alone in AR printed ar's usage; it keeps the operation."""
+    with `$(AR) $@ $(OBJS)`. The toolchain's archiver alone in AR printed ar's usage; it keeps the operation. And
+    it installs below `INSTALL_TOP= /usr/local`, which is given the stage."""
     project = tmp_path / "demo"
     (project / "src").mkdir(parents=True)
-    (project / "Makefile").write_text("all:\n\tcd src && $(MAKE) all\n")
+    (project / "Makefile").write_text("all:\n\tcd src && $(MAKE) all\ninstall:\n\tcd src && $(MAKE) install\n")
     (project / "src" / "Makefile").write_text(
-        "CC= gcc -std=gnu99\nAR= ar rcu\nRANLIB= ranlib\n\nall: demo\n\n"
+        "CC= gcc -std=gnu99\nAR= ar rcu\nRANLIB= ranlib\nINSTALL_TOP= /usr/local\n\nall: demo\n\n"
         "libdemo.a: demo_lib.o\n\t$(AR) $@ demo_lib.o\n\t$(RANLIB) $@\n\n"
-        "demo: main.o libdemo.a\n\t$(CC) -o $@ main.o libdemo.a\n")
+        "demo: main.o libdemo.a\n\t$(CC) -o $@ main.o libdemo.a\n\n"
+        "install: all\n\tmkdir -p $(INSTALL_TOP)/lib\n\tcp libdemo.a $(INSTALL_TOP)/lib/\n")
     (project / "src" / "demo_lib.c").write_text("int answer(void){return 42;}\n")
     (project / "src" / "main.c").write_text("int answer(void);\nint main(void){return answer() == 42 ? 0 : 1;}\n")
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
@@ -119,6 +121,7 @@ def test_a_makefile_whose_ar_variable_holds_the_archivers_operation_keeps_it(tmp
     assert out["status"] == "verified" and out["verify"]["rebuild"]["ok"]
     arts = {a["path"]: a for a in out["verify"]["artifacts"]}
     assert arts["src/libdemo.a"]["kind"] == "static_library" and arts["src/demo"]["machine"] == "EM_AARCH64"
+    assert (tmp_path / "ws" / "install" / "lib" / "libdemo.a").is_file()  # its INSTALL_TOP was given the stage
 
 
 MAKEFILE_BUILDS_ITS_MANUAL = """\

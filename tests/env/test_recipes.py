@@ -84,3 +84,12 @@ def test_the_archivers_operation_a_makefile_keeps_in_ar_is_kept():
     # one Makefile's AR holds the operation, another's is the archiver alone: its rules pass their own
     assert archiver_flags(["AR= ar rcu\n", "AR = ar\nlib.a:\n\t$(AR) rcs $@ $^\n"]) == ()
     assert archiver_flags(["AR= ar rcu\n", "AR= ar rcs\n"]) == ()  # disagreeing: nothing guessed
+
+
+def test_a_makefiles_own_name_for_its_installation_prefix_is_found():
+    from crossbuild.env.recipes import install_prefix_variables
+
+    lua = "INSTALL_TOP= /usr/local\nINSTALL_BIN= $(INSTALL_TOP)/bin\nSHELL = /usr/local/bin/bash\n"
+    assert install_prefix_variables([lua, "PREFIX ?= /usr/local  # where\nDESTROOT := /usr/local/\n"]) == [
+        "INSTALL_TOP", "PREFIX", "DESTROOT"]
+    assert install_prefix_variables(["prefix = /usr\nBINDIR = /usr/local/bin\n"]) == []  # not /usr/local itself

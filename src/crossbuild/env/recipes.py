@@ -179,12 +179,14 @@ def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int
         ]
     if system == "make":
         cc = toolchain.env.vars
-        ar_flags = archiver_flags(_makefile_texts(toolchain.workspace, source))
-        tools = (f"CC={cc['CC']}", f"CXX={cc['CXX']}", f"AR={' '.join((cc['AR'], *ar_flags))}",
+        makefiles = _makefile_texts(toolchain.workspace, source)
+        tools = (f"CC={cc['CC']}", f"CXX={cc['CXX']}", f"AR={' '.join((cc['AR'], *archiver_flags(makefiles)))}",
                  f"RANLIB={cc['RANLIB']}")
-        # a plain Makefile names its prefix PREFIX or prefix (and may rebuild while installing, with the tools)
+        # a plain Makefile names its prefix PREFIX or prefix, or a name of its own set to /usr/local (Lua's
+        # INSTALL_TOP); it may rebuild while installing, with the tools
+        prefixes = dict.fromkeys(("PREFIX", "prefix", *install_prefix_variables(makefiles)))
         return [BuildStep(("make", f"-j{jobs}", *tools), cwd=source),
-                BuildStep(("make", "install", f"PREFIX={stage}", f"prefix={stage}", *tools), cwd=source,
+                BuildStep(("make", "install", *(f"{name}={stage}" for name in prefixes), *tools), cwd=source,
                           phase="install")]
     raise NoBuildSystemError(f"unknown build system {system!r}; choose one of {', '.join(BUILD_SYSTEMS)}")
 
@@ -203,6 +205,16 @@ def archiver_flags(makefiles: Sequence[str]) -> tuple[str, ...]:
              if os.path.basename(m.group(1)).endswith("ar")}
     plain = any(_AR_PLAIN.search(text) for text in makefiles)
     return (found.pop(),) if len(found) == 1 and not plain else ()
+
+
+_USR_LOCAL = re.compile(r"^[ \t]*([A-Za-z_]*(?:PREFIX|prefix|TOP|ROOT))[ \t]*[:?]?=[ \t]*/usr/local/?[ \t]*(?:#.*)?$",
+                        re.MULTILINE)
+
+
+def install_prefix_variables(makefiles: Sequence[str]) -> list[str]:
+    """The variables a Makefile sets to /usr/local as its installation prefix, under a name of its own
+    (`INSTALL_TOP= /usr/local`): `make install` must be given the stage in them, not only in PREFIX/prefix."""
+    return list(dict.fromkeys(m.group(1) for text in makefiles for m in _USR_LOCAL.finditer(text)))
 
 
 def _makefile_texts(workspace: Path, source: str) -> list[str]:
