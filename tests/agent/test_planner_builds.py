@@ -124,6 +124,32 @@ def test_a_makefile_whose_ar_variable_holds_the_archivers_operation_keeps_it(tmp
     assert (tmp_path / "ws" / "install" / "lib" / "libdemo.a").is_file()  # its INSTALL_TOP was given the stage
 
 
+@pytest.mark.slow
+def test_a_test_program_that_links_libdl_can_dlopen_on_musl(tmp_path):
+    """libuv's dlerror test in its static-library runner: a static musl program's dlopen always fails ("Dynamic
+    loading not supported", without the path the test looks for). Linked dynamically, as a native musl gcc links
+    it, the program gets the loader's real error and passes under qemu."""
+    project = tmp_path / "dl"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(dl C)\nadd_library(plug STATIC plug.c)\n"
+        "add_executable(test_dl test_dl.c)\ntarget_link_libraries(test_dl plug ${CMAKE_DL_LIBS})\n"
+        "enable_testing()\nadd_test(NAME test_dl COMMAND test_dl)\n")
+    (project / "plug.c").write_text("int plug(void){return 7;}\n")
+    (project / "test_dl.c").write_text(
+        '#include <dlfcn.h>\n#include <stdio.h>\n#include <string.h>\nint plug(void);\n'
+        'int main(void){void *h = dlopen("fixtures/missing.so", RTLD_NOW); const char *e = dlerror();\n'
+        'printf("dlerror: %s\\n", e ? e : "(none)");\n'
+        'return !h && e && strstr(e, "fixtures/missing.so") && plug() == 7 ? 0 : 1;}\n')
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified", out["message"]
+    [run] = [s for s in out["verify"]["smoke_runs"] if s["path"].endswith("test_dl")]
+    assert run["passed"] and "fixtures/missing.so" in run["output_tail"], run
+    arts = {a["path"]: a for a in out["verify"]["artifacts"]}
+    assert arts["test_dl"]["linkage"] == "dynamic" and arts["test_dl"]["machine"] == "EM_AARCH64"
+
+
 MAKEFILE_BUILDS_ITS_MANUAL = """\
 # like giflib's: the default goal's own commands build the manual with xmlto, which this machine lacks
 PROGRAMS = demo

@@ -137,6 +137,17 @@ def test_windres_arguments():
     assert not incomplete.commands and incomplete.error.startswith("windres: need exactly one input")
 
 
+def test_a_musl_program_that_asks_for_libdl_is_linked_dynamically():
+    """musl's libc.a answers every dlopen with "Dynamic loading not supported"; zig links musl programs statically
+    unless told otherwise."""
+    assert "-dynamic" in cmd(["main.o", "libuv_a.a", "-ldl", "-lpthread", "-o", "runner"])
+    assert "-dynamic" not in cmd(["main.o", "-lpthread", "-o", "runner"])
+    assert "-dynamic" not in cmd(["-static", "main.o", "-ldl", "-o", "runner"])  # the project's own choice
+    assert "-dynamic" not in cmd(["-shared", "a.o", "-ldl", "-o", "liba.so"])
+    assert "-dynamic" not in cmd(["-c", "main.c", "-ldl", "-o", "main.o"])
+    assert "-dynamic" not in cmd(["main.o", "-ldl", "-o", "runner"], zig_target="aarch64-linux-gnu")
+
+
 # -- real zig: each quirk fixed end to end ---------------------------------------------------------------------
 
 @pytest.fixture

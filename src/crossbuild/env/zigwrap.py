@@ -205,6 +205,13 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
     if pie and binary_format == "elf" and link and not shared and "-r" not in args and "-pie" not in args and (
             sources or out):
         tail.append("-pie")
+    if (link and "musl" in zig_target and "-ldl" in args and not shared and
+            not any(a in ("-static", "-r", "-nostdlib") for a in args)):
+        # zig links musl programs statically unless told otherwise, and musl's libc.a answers every dlopen with
+        # "Dynamic loading not supported". A program that asks for libdl loads code at run time: linked as a
+        # native musl gcc links it (dynamically), it can (libuv's dlerror test in its static-library runner).
+        plan.notes.append("-ldl: linked dynamically (a static musl program cannot dlopen)")
+        tail.append("-dynamic")
     if link and binary_format == "elf" and (sources or out):
         # lld defaults to --no-undefined-version, which breaks version scripts naming absent symbols
         # (zlib's configure then silently drops its shared library).
