@@ -122,13 +122,11 @@ def test_links_planted_by_a_build_are_never_followed_by_crossbuild(tmp_path, hos
 
 POISON_CACHES = r"""
 L="$ZIG_GLOBAL_CACHE_DIR"
-# the layer's output folders link into the shared cache: find it and poison every libc and compiler-rt there
-for link in "$L"/o/*; do
+# the layer's output files link into the shared cache: find it and poison every libc and compiler-rt there
+for link in "$L"/o/*/*; do
   t=$(readlink "$link") || continue
-  for f in "$t"/*; do
-    case "$f" in *.a|*.o) printf 'TROJAN' >> "$f" && echo "POISONED $f";; esac
-  done
-  shared=$(dirname "$(dirname "$t")")
+  case "$t" in *.a|*.o) printf 'TROJAN' >> "$t" && echo "POISONED $t";; esac
+  shared=$(dirname "$(dirname "$(dirname "$t")")")
 done
 echo planted > "$shared/o/planted"; echo planted > "$shared/h/planted.txt"
 # a CMake package and a .pc file in the per-target prefix, to run inside later projects' configure

@@ -123,13 +123,12 @@ def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
 
 
 def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
-    """A fresh private cache at ANCHOR/REL over SHARED: its manifests and build files copied, its `o/` a real folder
-    holding one link per output folder of SHARED (which the sandbox mounts read-only). On a hit zig reads through
-    the links; a new entry (a CPU variant nobody warmed, the project's own objects) is a new folder in the layer.
-    zig names an output folder by its inputs' digest, so it never writes into one it already has — except after a
-    reinstall, which `warm` settles on the host first (see `stamp`). One link per entry, not a folder of links per
-    entry: ~4,000 entries (mostly libc's objects, one per folder) took ~3 s to lay out and ~2 s to remove, in every
-    workspace and every clean rebuild. Whatever was at ANCHOR/REL before is removed."""
+    """A fresh private cache at ANCHOR/REL over SHARED: its manifests and build files copied, every output folder a
+    real folder of links to SHARED's files (which the sandbox mounts read-only). On a hit zig reads through the
+    links; when it rebuilds an entry (another zig installation, changed inputs) it renames its new file over the
+    link, inside the layer. (One link per output folder instead was tried at stop 30: after a reinstall zig
+    compiles an entry nobody warmed again under the same digest, and its rename into the linked, read-only folder
+    failed with EXDEV: musl's crt1.o of a dynamic program.) Whatever was at ANCHOR/REL before is removed."""
     dest = anchor / rel
     safefs.remove_tree(anchor, rel)
     shared.mkdir(parents=True, exist_ok=True)
@@ -139,12 +138,19 @@ def make_layer(shared: Path, anchor: Path, rel: str) -> Path:
     outputs = shared / "o"
     # shared: a warm on another worker writes an entry's outputs before its manifest; never copy one without the other
     with host.exclusive(shared / _WARM_LOCK, shared=True), safefs.open_dir(anchor, f"{rel}/o") as ofd:
+        for entry in sorted(os.scandir(outputs), key=lambda e: e.name) if outputs.is_dir() else []:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            os.mkdir(entry.name, 0o755, dir_fd=ofd)
+            efd = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=ofd)
+            try:
+                for name in os.listdir(entry.path):
+                    os.symlink(os.path.join(entry.path, name), name, dir_fd=efd)
+            finally:
+                os.close(efd)
         for name in _LAYER_COPIED:
             if (shared / name).is_dir():
                 safefs.copy_tree(shared, name, anchor, f"{rel}/{name}", links="drop")
-        for entry in os.scandir(outputs) if outputs.is_dir() else ():
-            if entry.is_dir(follow_symlinks=False):
-                os.symlink(entry.path, entry.name, dir_fd=ofd)
     return dest
 
 
