@@ -91,3 +91,15 @@ def test_the_source_lists_are_never_seen_empty_while_another_process_rewrites_th
         empty += "deb-src" not in text
     assert proc.returncode == 0, proc.stderr.read()
     assert reads > 100 and empty == 0, (reads, empty)
+
+
+@pytest.mark.slow
+def test_a_pinned_version_is_that_source_packages_version_not_its_binarys_candidate(tmp_path, monkeypatch):
+    """`apt-get source brotli=1.0.9-2` reads brotli as the binary package and fetched its candidate's source,
+    1.0.9-2+deb12u1, from a security mirror that did not serve it: every evaluation of the corpus's pinned brotli
+    failed before building. The pinned version is fetched, whatever newer version the archive lists."""
+    from crossbuild.env import workspace
+
+    monkeypatch.setenv("CROSSBUILD_CACHE_DIR", str(tmp_path / "cache"))  # a cached copy would hide the fetch
+    workspace.prepare("debian:brotli=1.0.9-2", tmp_path / "ws")
+    assert (tmp_path / "ws" / "src" / "debian" / "changelog").read_text().startswith("brotli (1.0.9-2)")

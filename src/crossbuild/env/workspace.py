@@ -333,7 +333,11 @@ def _fetch_into(folder: Path, spec: str) -> subprocess.CompletedProcess:
 
 
 def _apt_source(spec: str, cache: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["apt-get", *apt_options(), "source", "--download-only", spec], cwd=cache,
+    # a pinned version is a source package's version: without --only-source apt reads NAME as the binary package
+    # of that name and fetches its candidate's source (brotli=1.0.9-2 fetched 1.0.9-2+deb12u1, from a mirror
+    # that did not serve it)
+    pinned = ["--only-source"] if "=" in spec else []
+    return subprocess.run(["apt-get", *apt_options(), "source", *pinned, "--download-only", spec], cwd=cache,
                           capture_output=True, text=True, timeout=1800)
 
 
