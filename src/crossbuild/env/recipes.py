@@ -179,7 +179,7 @@ def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int
         ]
     if system == "make":
         cc = toolchain.env.vars
-        makefiles = _makefile_texts(toolchain.workspace, source)
+        makefiles = makefile_texts(toolchain.workspace, source, subfolders=True)
         tools = (f"CC={cc['CC']}", f"CXX={cc['CXX']}", f"AR={' '.join((cc['AR'], *archiver_flags(makefiles)))}",
                  f"RANLIB={cc['RANLIB']}")
         # a plain Makefile names its prefix PREFIX or prefix, or a name of its own set to /usr/local (Lua's
@@ -217,21 +217,29 @@ def install_prefix_variables(makefiles: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(m.group(1) for text in makefiles for m in _USR_LOCAL.finditer(text)))
 
 
-def _makefile_texts(workspace: Path, source: str) -> list[str]:
-    """The Makefiles of the source folder and of the folders right below it (read through safefs, bounded): a
-    top-level Makefile often only runs `$(MAKE) -C src`."""
+def makefile_texts(workspace: Path, source: str, *, subfolders: bool = False, templates: bool = False) -> list[str]:
+    """The Makefile make reads in the source folder (GNUmakefile, makefile or Makefile, the first there is), and with
+    SUBFOLDERS those of the folders right below it too: a top-level Makefile often only runs `$(MAKE) -C src`. With
+    TEMPLATES a folder's Makefile.in (what configure makes the Makefile from) is read as well. Read through safefs,
+    never following a link, bounded."""
+    folders = ["."]
+    if subfolders:
+        try:
+            with safefs.open_dir(workspace, source) as fd:
+                folders += sorted(e.name for e in os.scandir(fd) if e.is_dir(follow_symlinks=False))[:64]
+        except OSError:
+            return []
     texts = []
-    try:
-        with safefs.open_dir(workspace, source) as fd:
-            subdirs = sorted(e.name for e in os.scandir(fd) if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return texts
-    for folder in (".", *subdirs[:64]):
+    for folder in folders:
         for name in ("GNUmakefile", "makefile", "Makefile"):
-            text = safefs.read_text_or_none(workspace, f"{source}/{folder}/{name}", max_bytes=1 << 20)
+            text = safefs.read_text_or_none(workspace, f"{source}/{folder}/{name}", max_bytes=4 << 20)
             if text is not None:
                 texts.append(text)
                 break
+        template = safefs.read_text_or_none(workspace, f"{source}/{folder}/Makefile.in", max_bytes=4 << 20) \
+            if templates else None
+        if template is not None:
+            texts.append(template)
     return texts
 
 

@@ -156,7 +156,7 @@ def configure_options(root: Path, source: str = "src") -> dict[str, str]:
 def make_goals(root: Path, source: str = "src") -> dict[str, Any] | None:
     """The source folder's Makefile: its default goal, the goal's prerequisites, and those that are not test goals
     (read, never run)."""
-    for text in _makefiles(root, source, ("GNUmakefile", "makefile", "Makefile")):
+    for text in recipes.makefile_texts(root, source):
         found = recipes.default_goal(text)
         if found is None:
             return None
@@ -169,7 +169,7 @@ def make_cross_switches(root: Path, source: str = "src") -> list[str]:
     """`CROSS_BUILDING=yes` where the source folder's Makefile (or the Makefile.in configure makes it from) has
     a branch for cross-building (read, never run)."""
     found: list[str] = []
-    for text in _makefiles(root, source, ("GNUmakefile", "makefile", "Makefile", "Makefile.in")):
+    for text in recipes.makefile_texts(root, source, templates=True):
         found += [s for s in recipes.cross_switches(text) if s not in found]
     return found
 
@@ -177,18 +177,9 @@ def make_cross_switches(root: Path, source: str = "src") -> list[str]:
 def make_conditional_rules(root: Path, source: str = "src") -> dict[str, str]:
     """The source folder's Makefile rules that exist only when a variable is set (read, never run)."""
     found: dict[str, str] = {}
-    for text in _makefiles(root, source, ("GNUmakefile", "makefile", "Makefile")):
+    for text in recipes.makefile_texts(root, source):
         found = {**recipes.conditional_rules(text), **found}
     return found
-
-
-def _makefiles(root: Path, source: str, names: tuple[str, ...]):
-    """The text of each of NAMES present in the source folder, in that order (the project's or its configure's
-    files: no link followed, bounded)."""
-    for name in names:
-        text = safefs.read_text_or_none(root, f"{source}/{name}", max_bytes=4 << 20)
-        if text is not None:
-            yield text
 
 
 def project_options(root: Path, build: str = "build") -> dict[str, str]:
