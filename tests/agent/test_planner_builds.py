@@ -276,6 +276,23 @@ def test_an_optional_feature_whose_dependency_cannot_be_had_is_turned_off_and_sa
 
 
 @pytest.mark.slow
+def test_a_meson_feature_whose_dependency_cannot_be_had_is_turned_off_with_its_own_option(tmp_path):
+    # the switch is found in the project's options file, as `meson introspect --buildoptions` reports it
+    project = tmp_path / "feat"
+    project.mkdir()
+    (project / "meson.build").write_text("project('feat', 'c')\n"
+                                         "frob = dependency('frobnicate', required : get_option('frobnicate'))\n"
+                                         "executable('feat', 'main.c', dependencies : frob, install : true)\n")
+    (project / "meson_options.txt").write_text(
+        "option('frobnicate', type : 'feature', value : 'enabled', description : 'Frobnicate the output')\n")
+    (project / "main.c").write_text("int main(void){return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified"
+    assert "built without frobnicate: frobnicate=disabled" in out["message"]
+
+
+@pytest.mark.slow
 def test_a_project_one_folder_down_is_built_from_its_own_root_not_from_its_tests(tmp_path):
     # like a Debian source package whose top level holds only debian/ and docs: the project lives in a subfolder,
     # next to a test folder that has a CMakeLists.txt of its own

@@ -93,3 +93,20 @@ def test_a_makefiles_own_name_for_its_installation_prefix_is_found():
     assert install_prefix_variables([lua, "PREFIX ?= /usr/local  # where\nDESTROOT := /usr/local/\n"]) == [
         "INSTALL_TOP", "PREFIX", "DESTROOT"]
     assert install_prefix_variables(["prefix = /usr\nBINDIR = /usr/local/bin\n"]) == []  # not /usr/local itself
+
+
+def test_meson_options_that_are_on_by_default_get_the_argument_that_turns_them_off():
+    options = """\
+option('tests', type : 'boolean', value : true, description : 'Build the tests (needs (a) lot)')
+option('docs', type: 'boolean', value: false)
+option('zstd',
+       type : 'feature',
+       description : 'zstd compression')
+option('lzma', type: 'feature', value: 'enabled')
+option('brotli', type: 'feature', value: 'disabled')
+option('strict', type : 'boolean')
+option('backend', type : 'combo', choices : ['a', 'b'], value : 'a')
+"""
+    assert recipes.meson_switches(options) == {
+        "tests": "-Dtests=false", "zstd": "-Dzstd=disabled", "lzma": "-Dlzma=disabled", "strict": "-Dstrict=false"}
+    assert recipes.meson_switches("# no options\n") == {}

@@ -4,7 +4,7 @@ A recipe is what a person would type first; the agent (a later layer) starts fro
 Steps are data (argv + working folder relative to the workspace), so the verifier can replay them.
 
 Longer than ~350 lines: besides the recipes it reads the Makefile and configure facts they depend on (default goal,
-cross switches, conditional rules, configure switches), each a short reader.
+cross switches, conditional rules, configure switches, Meson options), each a short reader.
 """
 
 from __future__ import annotations
@@ -417,4 +417,26 @@ def configure_switches(configure: str) -> dict[str, str]:
                "with": f"--without-{name}"}[kind]
         if kind in ("disable", "without") or name not in out:  # "--disable-X" says X is on by default
             out[name] = off
+    return out
+
+
+_MESON_OPTION = re.compile(r"^\s*option\s*\(\s*'([^']+)'", re.MULTILINE)
+_MESON_TYPE = re.compile(r"\btype\s*:\s*'(\w+)'")
+_MESON_VALUE = re.compile(r"\bvalue\s*:\s*(?:'([^']*)'|(true|false))")
+
+
+def meson_switches(options_file: str) -> dict[str, str]:
+    """The features a Meson project's options file (meson.options or meson_options.txt) has on by default, each with
+    the argument that turns it off: a boolean that is true (`-Dtests=false`), a feature that is enabled or auto
+    (`-Dzstd=disabled`). Read as `meson introspect --buildoptions` would report them, without running meson."""
+    out: dict[str, str] = {}
+    starts = list(_MESON_OPTION.finditer(options_file))
+    for m, after in zip(starts, [*starts[1:], None], strict=True):
+        body = options_file[m.end():after.start() if after else len(options_file)]
+        kind, value = _MESON_TYPE.search(body), _MESON_VALUE.search(body)
+        default = (value.group(1) if value.group(1) is not None else value.group(2)) if value else None
+        if kind and kind.group(1) == "boolean" and (default or "true") == "true":
+            out[m.group(1)] = f"-D{m.group(1)}=false"
+        elif kind and kind.group(1) == "feature" and (default or "auto") in ("enabled", "auto"):
+            out[m.group(1)] = f"-D{m.group(1)}=disabled"
     return out

@@ -511,9 +511,10 @@ _HOW_BUILT = re.compile(r"SHARED|STATIC|PIC\b|INSTALL|FRAMEWORK|(^|_)LIBS?$", re
 
 def _off_switches(system: str, status: dict[str, Any]) -> dict[str, str]:
     """The project's features that are on, each with the argument that turns it off, from build_status."""
-    if system in ("cmake", "meson"):
-        off = "-D{}=OFF" if system == "cmake" else "-D{}=false"
-        return {o: off.format(o) for o, v in (status.get("options") or {}).items() if v.upper() in ("ON", "TRUE", "1")}
+    if system == "cmake":
+        return {o: f"-D{o}=OFF" for o, v in (status.get("options") or {}).items() if v.upper() in ("ON", "TRUE", "1")}
+    if system == "meson":
+        return dict(status.get("meson_options") or {})
     if system in ("autotools", "configure"):
         return dict(status.get("configure_options") or {})
     return {}

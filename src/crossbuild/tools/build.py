@@ -109,10 +109,14 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
     switches = configure_options(ctx.root, source) if system in ("autotools", "configure") else {}
     if switches:
         lines.append(f"configure can turn off: {' '.join(sorted(switches.values()))[:1000]}")
+    meson = meson_options(ctx.root, source) if system == "meson" else {}
+    if meson:
+        lines.append(f"meson options that turn features off: {' '.join(sorted(meson.values()))[:1000]}")
     if goals:
         lines.append(f"make's default goal `{goals['default']}` builds: {' '.join(goals['prerequisites'])[:600]}")
     return ToolResult(ok=True, message="\n".join(lines),
                       data={"options": options, "choice_options": choices, "configure_options": switches,
+                            "meson_options": meson,
                             "make_goals": goals, "make_cross_switches": cross, "make_conditional_rules": behind,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
@@ -151,6 +155,15 @@ def configure_options(root: Path, source: str = "src") -> dict[str, str]:
     """What the project's configure script can turn off (from its --help text; the script is never run here)."""
     text = safefs.read_text_or_none(root, f"{source}/configure", max_bytes=16 << 20)
     return recipes.configure_switches(text) if text is not None else {}
+
+
+def meson_options(root: Path, source: str = "src") -> dict[str, str]:
+    """What the project's Meson options can turn off (from meson.options or meson_options.txt; meson is not run)."""
+    for name in ("meson.options", "meson_options.txt"):  # meson 1.1 reads the first when both are there
+        text = safefs.read_text_or_none(root, f"{source}/{name}", max_bytes=4 << 20)
+        if text is not None:
+            return recipes.meson_switches(text)
+    return {}
 
 
 def make_goals(root: Path, source: str = "src") -> dict[str, Any] | None:
