@@ -431,8 +431,9 @@ def meson_switches(options_file: str) -> dict[str, str]:
     (`-Dzstd=disabled`). Read as `meson introspect --buildoptions` would report them, without running meson."""
     out: dict[str, str] = {}
     starts = list(_MESON_OPTION.finditer(options_file))
-    for m, after in zip(starts, [*starts[1:], None], strict=True):
-        body = options_file[m.end():after.start() if after else len(options_file)]
+    ends = [m.start() for m in starts[1:]] + ([len(options_file)] if starts else [])  # each option's text
+    for m, end in zip(starts, ends, strict=True):
+        body = options_file[m.end():end]
         kind, value = _MESON_TYPE.search(body), _MESON_VALUE.search(body)
         default = (value.group(1) if value.group(1) is not None else value.group(2)) if value else None
         if kind and kind.group(1) == "boolean" and (default or "true") == "true":
