@@ -329,16 +329,9 @@ def _downloaded_source(name: str, version: str, spec: str, cache: Path) -> list[
 def _fetch_into(folder: Path, spec: str) -> subprocess.CompletedProcess:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    return _apt_source(spec, folder)
-
-
-def _apt_source(spec: str, cache: Path) -> subprocess.CompletedProcess:
-    # a pinned version is a source package's version: without --only-source apt reads NAME as the binary package
-    # of that name and fetches its candidate's source (brotli=1.0.9-2 fetched 1.0.9-2+deb12u1, from a mirror
-    # that did not serve it)
-    pinned = ["--only-source"] if "=" in spec else []
-    return subprocess.run(["apt-get", *apt_options(), "source", *pinned, "--download-only", spec], cwd=cache,
-                          capture_output=True, text=True, timeout=1800)
+    # NAME=VERSION is a source version: else apt takes NAME's binary candidate (brotli=1.0.9-2 got 1.0.9-2+deb12u1)
+    return subprocess.run(["apt-get", *apt_options(), "source", *(["--only-source"] if "=" in spec else []),
+                           "--download-only", spec], cwd=folder, capture_output=True, text=True, timeout=1800)
 
 
 def _served_versions(name: str) -> list[str]:
