@@ -236,10 +236,9 @@ def makefile_texts(workspace: Path, source: str, *, subfolders: bool = False, te
             if text is not None:
                 texts.append(text)
                 break
-        template = safefs.read_text_or_none(workspace, f"{source}/{folder}/Makefile.in", max_bytes=4 << 20) \
-            if templates else None
-        if template is not None:
-            texts.append(template)
+        if templates:
+            template = safefs.read_text_or_none(workspace, f"{source}/{folder}/Makefile.in", max_bytes=4 << 20)
+            texts += [template] if template is not None else []
     return texts
 
 
@@ -422,7 +421,7 @@ def configure_switches(configure: str) -> dict[str, str]:
 
 _MESON_OPTION = re.compile(r"^\s*option\s*\(\s*'([^']+)'", re.MULTILINE)
 _MESON_TYPE = re.compile(r"\btype\s*:\s*'(\w+)'")
-_MESON_VALUE = re.compile(r"\bvalue\s*:\s*(?:'([^']*)'|(true|false))")
+_MESON_VALUE = re.compile(r"\bvalue\s*:\s*'?(\w+)")  # a boolean's true/false, a feature's enabled/auto/disabled
 
 
 def meson_switches(options_file: str) -> dict[str, str]:
@@ -435,7 +434,7 @@ def meson_switches(options_file: str) -> dict[str, str]:
     for m, end in zip(starts, ends, strict=True):
         body = options_file[m.end():end]
         kind, value = _MESON_TYPE.search(body), _MESON_VALUE.search(body)
-        default = (value.group(1) if value.group(1) is not None else value.group(2)) if value else None
+        default = value.group(1) if value else None
         if kind and kind.group(1) == "boolean" and (default or "true") == "true":
             out[m.group(1)] = f"-D{m.group(1)}=false"
         elif kind and kind.group(1) == "feature" and (default or "auto") in ("enabled", "auto"):
