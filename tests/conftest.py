@@ -18,7 +18,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "libcalc"
 
 @pytest.fixture
 def make_toolchain(tmp_path):
-    def make(target: str, name: str = "ws", warm: tuple[str, ...] = ("c", "c++")) -> Toolchain:
+    def make(target: str, name: str = "ws", warm: tuple[str, ...] = ("c",)) -> Toolchain:
         return Toolchain.for_target(parse_target(target), tmp_path / name, prefix=tmp_path / f"{name}-prefix")\
             .materialise(warm=warm)
     return make

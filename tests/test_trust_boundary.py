@@ -146,7 +146,7 @@ def _poisoned(shared: Path) -> list[str]:
 
 def test_a_build_cannot_poison_the_shared_zig_cache_or_the_prefix(tmp_path, host_dir):
     zigcache.warm(parse_target(TARGET), languages=("c", "c++"))  # what every build starts from
-    shared = host.zig_cache_dir()
+    shared = host.zig_cache_dir(parse_target(TARGET).zig_target)
     assert _poisoned(shared) == []
     out, ws = build(tmp_path, malicious_example(tmp_path, POISON_CACHES, host_dir))
     logs = logs_of(ws)

@@ -19,11 +19,12 @@ from crossbuild.tools.context import RunContext
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CROSSBUILD_CACHE_DIR", str(tmp_path / "cache"))
-    # the zig cache stays the shared one: toolchains built here must not rebuild libc
+    # the zig caches stay the shared ones: toolchains built here must not rebuild libc
     from crossbuild.foundation import host
 
-    monkeypatch.setattr(host, "zig_cache_dir", lambda: __import__("pathlib").Path.home() / ".cache/crossbuild/zig")
+    zig_caches = host.zig_caches()
+    monkeypatch.setenv("CROSSBUILD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(host, "zig_caches", lambda: zig_caches)
     return tmp_path / "cache"
 
 

@@ -152,7 +152,7 @@ def test_a_musl_program_that_asks_for_libdl_is_linked_dynamically():
 
 @pytest.fixture
 def aarch64(make_toolchain):
-    return make_toolchain("aarch64-linux-musl")
+    return make_toolchain("aarch64-linux-musl", warm=("c", "c++"))  # some of its tests link C++
 
 
 def src(dirpath: Path, name: str, text: str) -> Path:

@@ -20,11 +20,11 @@ AARCH64 = parse_target("aarch64-linux-musl")
 
 
 def zcc(zig: str, target: str, args: list[str], cwd: Path) -> None:
-    """zig cc with crossbuild's shared cache, which other tests warm too (zig's own default cache would build each
-    libc again: ~5 min on a fresh machine), holding the lock warm holds while it writes there."""
-    shared = host.zig_cache_dir()
-    for libc_target in ("aarch64-linux-musl", "arm-linux-musleabihf", "x86_64-windows-gnu"):
-        zigcache.warm(parse_target(libc_target), shared=shared)
+    """zig cc with crossbuild's shared cache of TARGET, which other tests warm too (zig's own default cache would
+    build each libc again: ~5 min on a fresh machine), holding the lock warm holds while it writes there."""
+    shared = host.zig_cache_dir(target)
+    if "-c" not in args:  # a program or library links the target's libc
+        zigcache.warm(parse_target(target), shared=shared)
     with zigcache.writing(shared):
         r = subprocess.run([zig, "cc", "-target", target, *args], cwd=cwd, capture_output=True, text=True,
                            env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "ZIG_GLOBAL_CACHE_DIR": str(shared)})

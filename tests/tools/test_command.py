@@ -99,6 +99,22 @@ def test_runs_in_the_sandbox_with_the_build_env(ctx, call):
     assert ctx.commands[-1].exit_code == 0 and ctx.commands[-1].argv == ["cmake", "-E", "environment"]
 
 
+def test_the_zig_cache_layer_is_made_by_the_first_command_not_by_opening_the_context(ctx, call):
+    layer = ctx.toolchain.zig_layer
+    assert call("read_file", {"path": "src/CMakeLists.txt"}).ok
+    assert not layer.exists()  # reading costs no layer
+    (ctx.root / "src" / "hello.c").write_text("int main(void){return 0;}\n")
+    r = call("run_command", {"command": "make CFLAGS=-O2 hello", "cwd": "src"})  # make's built-in rule: $(CC)
+    assert r.ok, r.message
+    assert (ctx.root / "src" / "hello").read_bytes()[:4] == b"\x7fELF"
+    linked = [f for d in (layer / "o").iterdir() for f in d.iterdir() if f.is_symlink()]
+    assert linked and all(ctx.toolchain.zig_cache in f.readlink().parents for f in linked)  # the shared libc, laid out
+    first = (layer / "h").stat().st_ino
+    (ctx.root / "src" / "hello").unlink()
+    assert call("run_command", {"command": "make CFLAGS=-O2 hello", "cwd": "src"}).ok
+    assert (layer / "h").stat().st_ino == first  # not made again by the context's later commands
+
+
 def test_cwd_must_be_a_folder_in_the_workspace(call):
     assert call("run_command", {"command": "ls", "cwd": "src/CMakeLists.txt"}).error_type == "invalid_arguments"
     assert call("run_command", {"command": "ls", "cwd": "../.."}).error_type == "permission_denied"

@@ -84,6 +84,6 @@ def run_checks() -> list[Check]:
     cache.mkdir(parents=True, exist_ok=True)
     free_gb = shutil.disk_usage(cache).free / 1e9
     checks.append(Check("disk", "ok" if free_gb >= 5 else "warn",
-                        f"{free_gb:.1f} GB free for {host.zig_cache_dir()} (zig's cache grows ~1 GB per target)",
+                        f"{free_gb:.1f} GB free for {host.zig_caches()} (zig's cache grows ~1 GB per target)",
                         required=False))
     return checks

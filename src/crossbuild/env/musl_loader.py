@@ -71,7 +71,7 @@ def _sha256(path: Path) -> str:
 def _compiler_rt_archive(zig: Path, zig_target: str, scratch: Path) -> Path:
     """The compiler-rt archive zig links for `zig_target` (zig builds it on first use); found from `-v`."""
     (scratch / "probe.c").write_text("int probe(void){return 0;}\n")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "ZIG_GLOBAL_CACHE_DIR": str(host.zig_cache_dir())}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "ZIG_GLOBAL_CACHE_DIR": str(host.zig_cache_dir(zig_target))}
     r = subprocess.run([str(zig), "cc", "-v", "-target", zig_target, "-nostdlib", "-shared", "probe.c", "-lgcc",
                         "-o", "probe.so"], cwd=scratch, env=env, capture_output=True, text=True, timeout=900)
     found = re.findall(r"(\S+/libcompiler_rt\.a)", r.stderr)

@@ -98,7 +98,7 @@ class Toolchain:
             workspace=workspace,
             prefix=Path(prefix).resolve() if prefix else host.cache_root() / "prefix" / target.name,
             zig=zig,
-            zig_cache=Path(zig_cache).resolve() if zig_cache else host.zig_cache_dir(),
+            zig_cache=Path(zig_cache).resolve() if zig_cache else host.zig_cache_dir(target.zig_target),
             isolated=isolated,
             extra_args=MappingProxyType(dict(extra_args or {})),
             passthrough=MappingProxyType(dict(passthrough or {})),
@@ -170,11 +170,11 @@ class Toolchain:
         return qemu_sysroot(self.target)
 
     # -- the files -------------------------------------------------------------------------------------------
-    def materialise(self, *, warm: tuple[str, ...] | None = None) -> Toolchain:
+    def materialise(self, *, warm: tuple[str, ...] | None = None, layer: bool = True) -> Toolchain:
         """Write `.xbuild/` and the scratch folder (idempotent: rewriting gives the same files). Nothing a build
         left in the workspace is followed: every file goes through safefs below the workspace. For an isolated
         toolchain, the shared zig cache is warmed on the host for WARM languages (default: what the project in
-        src/ uses) and a fresh layer is made."""
+        src/ uses) and, with LAYER, a fresh layer is made (without it, `make_layer` before the first build)."""
         self.workspace.mkdir(parents=True, exist_ok=True)
         for d in (XBUILD, f"{XBUILD}/bin", f"{XBUILD}/logs"):  # a link here is an error, never followed
             with safefs.open_dir(self.workspace, d, create=True):
@@ -198,8 +198,16 @@ class Toolchain:
         if self.isolated:
             languages = warm or zigcache.languages_of(self.workspace / "src")
             zigcache.warm(self.target, languages=languages, shared=self.zig_cache, zig=self.zig)
-            zigcache.make_layer(self.zig_cache, self.workspace, f"{SCRATCH}/zig")
+            if layer:
+                self.make_layer()
         return self
+
+    def make_layer(self) -> None:
+        """A fresh private zig cache layer in the scratch folder (isolated toolchains; a no-op otherwise): one
+        entry per shared cache entry, which is most of what setting up a workspace costs, so a context that may
+        never compile makes it only before its first build command."""
+        if self.isolated:
+            zigcache.make_layer(self.zig_cache, self.workspace, f"{SCRATCH}/zig")
 
     def _write(self, path: Path, text: str, *, executable: bool = False) -> None:
         safefs.write_atomic(self.workspace, path.relative_to(self.workspace), text.encode(),

@@ -22,8 +22,9 @@ from crossbuild.foundation.targets import Target
 _C = "#include <stdio.h>\nint crossbuild_warm(void){return puts(\"warm\");}\nint main(void){return 0;}\n"
 _CXX = "#include <iostream>\n#include <string>\nint main(){std::string s(\"warm\");std::cout<<s<<std::endl;}\n"
 # What real builds ask for first: debug (CMake/Meson defaults) and optimised (autotools' -O2, Release) programs
-# and shared libraries; anything else a project needs is built in its own layer.
-_VARIANTS = (("exe", ("-O0", "-g")), ("exe", ("-O2",)), ("shared", ("-O0", "-g")), ("shared", ("-O2",)))
+# and shared libraries; anything else a project needs is built in its own layer. "rc": `zig rc`'s resource compiler
+# (Windows only), which zig compiles on first use.
+_VARIANTS = (("exe", ("-O0", "-g")), ("exe", ("-O2",)), ("shared", ("-O0", "-g")), ("shared", ("-O2",)), ("rc", ()))
 _WARM_RECIPE = 2  # raised whenever warm builds more, so that caches warmed before are completed once
 _WARM_LOCK = ".crossbuild-warm.lock"
 _LAYER_COPIED = ("h", "b")  # manifests and build files zig opens for writing; `o/` holds the outputs
@@ -70,7 +71,7 @@ def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | 
          zig: Path | None = None) -> list[str]:
     """Build the target's libc, compiler-rt (and libc++ for "c++") into the shared cache, on the host, from
     crossbuild's own sources; returns the languages that were built now (empty when all were warm)."""
-    shared = shared or host.zig_cache_dir()
+    shared = shared or host.zig_cache_dir(target.zig_target)
     zig = zig or host.zig_executable()
     if zig is None:
         raise WarmError("zig is not installed: `pip install ziglang` (crossbuild pins its zig)")
@@ -105,6 +106,10 @@ def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
         driver = "c++" if lang == "c++" else "cc"
         suffix = {"exe": ".exe" if target.is_windows else "", "shared": ".dll" if target.is_windows else ".so"}
         for i, (kind, flags) in enumerate(_VARIANTS):
+            if kind == "rc":
+                if target.is_windows and lang == "c":
+                    _warm_resource_compiler(zig, Path(tmp), env)
+                continue
             extra = ["-shared", "-fPIC"] if kind == "shared" else []
             out = Path(tmp) / f"out{i}{suffix[kind]}"
             r = subprocess.run([str(zig), driver, "-target", target.zig_target, *flags, *extra, str(src), "-o",
@@ -112,14 +117,16 @@ def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
             if r.returncode != 0:
                 raise WarmError(f"zig could not build {lang} runtime libraries for {target.zig_target} "
                                 f"({kind} {' '.join(flags)}): {r.stderr.strip()[-400:]}")
-        if target.is_windows and lang == "c":
-            # `zig rc` (what the windres wrapper runs) compiles its resource compiler on first use: ~2.5 min that
-            # every workspace's layer and every clean rebuild paid again for each DLL with a version resource
-            (Path(tmp) / "warm.rc").write_text('1 VERSIONINFO\nFILEVERSION 1,0,0,0\nBEGIN\nEND\n')
-            r = subprocess.run([str(zig), "rc", "/fo", str(Path(tmp) / "warm.res"), "--", str(Path(tmp) / "warm.rc")],
-                               cwd=tmp, env=env, capture_output=True, text=True, timeout=1800)
-            if r.returncode != 0:
-                raise WarmError(f"zig could not build its resource compiler: {r.stderr.strip()[-400:]}")
+
+
+def _warm_resource_compiler(zig: Path, tmp: Path, env: dict[str, str]) -> None:
+    """`zig rc` (what the windres wrapper runs) compiles its resource compiler on first use: ~2.5 min that every
+    workspace's layer and every clean rebuild paid again for each DLL with a version resource."""
+    (tmp / "warm.rc").write_text('1 VERSIONINFO\nFILEVERSION 1,0,0,0\nBEGIN\nEND\n')
+    r = subprocess.run([str(zig), "rc", "/fo", str(tmp / "warm.res"), "--", str(tmp / "warm.rc")],
+                       cwd=tmp, env=env, capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        raise WarmError(f"zig could not build its resource compiler: {r.stderr.strip()[-400:]}")
 
 
 def make_layer(shared: Path, anchor: Path, rel: str) -> Path:

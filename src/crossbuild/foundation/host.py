@@ -42,13 +42,21 @@ def exclusive(lock_file: Path, *, shared: bool = False) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def zig_cache_dir() -> Path:
-    """The shared zig cache of this zig installation: every run, test and CI job of one install warms each
-    target's libc once. Keyed by the zig binary's real path too, since zig's cache entries record where its own
-    sources lie: a second install (another venv) would miss on every entry the first one warmed."""
+def zig_caches() -> Path:
+    """The shared zig caches of this zig installation, one folder per target: every run, test and CI job of one
+    install warms each target's libc once. Keyed by the zig binary's real path too, since zig's cache entries
+    record where its own sources lie: a second install (another venv) would miss on every entry the first one
+    warmed."""
     zig = zig_executable()
     where = hashlib.sha256(str(zig.resolve() if zig else "none").encode()).hexdigest()[:10]
     return cache_root() / "zig" / f"{zig_version()}-{where}"
+
+
+def zig_cache_dir(zig_target: str) -> Path:
+    """The shared zig cache of one target (zig's -target). One per target, since every workspace's private layer
+    copies or links each entry of its cache (zigcache.make_layer): thousands of inodes per layer once a machine has
+    built for several targets, none of which a build for this one reads."""
+    return zig_caches() / zig_target
 
 
 def zig_executable() -> Path | None:

@@ -201,6 +201,7 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     stem = re.sub(r"[^A-Za-z0-9]+", "-", Path(auth.argv[0]).name).strip("-") or "cmd"
     log = ctx.next_log(stem)
     limits = dataclasses.replace(ctx.command_limits, timeout_s=float(args.timeout))
+    ctx.ready_to_build()
     res = ctx.sandbox.run(auth.argv, cwd=auth.cwd, env={**ctx.toolchain.env.as_dict(), **auth.env}, log_path=log,
                           limits=limits,
                           cancel=ctx.cancel)

@@ -94,6 +94,8 @@ class RunContext:
     _path_locks: defaultdict[str, threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock),
                                                            repr=False)
     _locks_guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _layer_made: bool = field(default=False, repr=False)
+    _layer_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def create(cls, root: str | Path, target: Target, *, prefix: str | Path | None = None,
@@ -105,11 +107,11 @@ class RunContext:
                keep_features: bool = False, extra_args: Mapping[str, tuple[str, ...]] | None = None,
                passthrough: Mapping[str, str] | None = None) -> RunContext:
         """Materialise the toolchain under ROOT/.xbuild and pick the sandbox for it: the context is complete here,
-        nothing is set on it afterwards."""
+        nothing is set on it afterwards (but the zig cache layer, made by the first command: `ready_to_build`)."""
         root = Path(root).resolve()
         root.mkdir(parents=True, exist_ok=True)
         tc = Toolchain.for_target(target, root, prefix=prefix, extra_args=extra_args,
-                                  passthrough=passthrough).materialise()
+                                  passthrough=passthrough).materialise(layer=False)
         Path(tc.prefix).mkdir(parents=True, exist_ok=True)
         box = sandbox_mod.for_toolchain(tc, backend=sandbox_backend)
         return cls(root=root, target=target, toolchain=tc, sandbox=box, kb=kb,
@@ -117,6 +119,14 @@ class RunContext:
                    cancel=cancel or threading.Event(), dependency_builder=dependency_builder,
                    install_prefix=install_prefix, destdir=destdir, depth=depth, keep_features=keep_features,
                    commands=_load_history(tc.xbuild / HISTORY), edited=_load_edits(tc.xbuild / EDITS))
+
+    def ready_to_build(self) -> None:
+        """Make the toolchain's zig cache layer once, before this context's first sandboxed command: a context
+        that only reads (most MCP sessions' first calls, most tool tests) never pays for it."""
+        with self._layer_lock:
+            if not self._layer_made:
+                self.toolchain.make_layer()
+                self._layer_made = True
 
     @property
     def prefix(self) -> Path:
