@@ -152,8 +152,7 @@ def test_a_reinstalled_zig_at_the_same_path_still_links_windows_programs_in_the_
         box = sandbox.for_toolchain(tc)
         # -O2: the variant warmed (another would build more of the runtime in the layer, ~25 s each time)
         return box.run([str(tc.bindir / "zcc"), "-O2", str(src), "-o", str(tc.workspace / "hello.exe")],
-                       cwd=tc.workspace,
-                       env=tc.env.as_dict(), log_path=tc.logs / "link.log")
+                       cwd=tc.workspace, env=tc.env.as_dict(), log_path=tc.logs / "link.log")
 
     shutil.copytree(host.zig_executable().parent, install, copy_function=shutil.copy)
     assert link_in_sandbox("before").ok
