@@ -56,3 +56,22 @@ def outcome_of(stdout: str) -> dict:
     from crossbuild.evaluation.runner import outcome_from
 
     return outcome_from(stdout) or {}
+
+
+# A test program that fails the same way on every machine, calling lib() (lib.c returns 1)
+GOLDEN_MISMATCH = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+int lib(void);
+int main(void) {
+    /* like google-glog's logging_unittest under Debian's errno patch: its golden text names no number any libc has */
+    char got[32];
+    snprintf(got, sizeof got, "[%d]", EINTR + lib() - 1);
+    if (strcmp(got, "[__EINTR_NUM__]") != 0) {
+        printf("golden mismatch: expected [__EINTR_NUM__], got %s\n", got);
+        return 1;
+    }
+    return 0;
+}
+"""

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
-from tests.conftest import EXAMPLE
+from tests.conftest import EXAMPLE, GOLDEN_MISMATCH
 
 CROSSBUILD = str(Path(sys.executable).with_name("crossbuild"))
 TOOLS = {"open_workspace", "list_files", "read_file", "write_file", "edit_file", "run_command", "search_knowledge",
@@ -374,3 +374,40 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
 
     anyio.run(first_session)
     anyio.run(after_reconnect)
+
+
+@pytest.mark.slow
+def test_a_model_asks_whether_a_failing_test_fails_on_the_build_machine_too(tmp_path):
+    """A test that fails on every machine: verify refuses it and names build_machine_check; with it, the session's
+    commands are replayed for x86_64, the program fails there the same way, and the verdict is VERIFIED with it
+    listed, not counted."""
+    project = tmp_path / "golden"
+    project.mkdir()
+    (project / "main.c").write_text(GOLDEN_MISMATCH)
+    (project / "lib.c").write_text("int lib(void){return 1;}\n")
+    (project / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(golden C)\n"
+                                            "add_executable(logging_unittest main.c lib.c)\n")
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path)], cwd=str(tmp_path),
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
+
+    async def session():
+        async with Client(params) as c:
+            r = await c.call_tool("open_workspace", {"source": str(project), "target": "aarch64-linux-musl"})
+            assert not r.is_error, _text(r)
+            for command in ("cmake -S src -B build", "cmake --build build"):
+                r = await c.call_tool("run_command", {"command": command})
+                assert not r.is_error, _text(r)
+            r = await c.call_tool("verify", {"path": "build"})
+            assert r.is_error and "    | golden mismatch: expected [__EINTR_NUM__], got [4]" in _text(r), _text(r)
+            assert "verify with build_machine_check=true" in _text(r)
+            r = await c.call_tool("verify", {"path": "build", "build_machine_check": True})
+            data = r.structured_content["data"]
+            assert not r.is_error and "VERIFIED" in _text(r), _text(r)
+            [run] = data["smoke_runs"]
+            assert run["triage"] == "project" and run["outcome"].startswith(
+                "ran, not counted (exit 1): fails the same way built for the build machine (x86_64-linux-musl")
+            assert data["rebuild"]["ok"]
+            native = Path(data["rebuild"]["workspace"]).parent / "native" / "build" / "logging_unittest"
+            assert native.read_bytes()[18] == 62  # EM_X86_64, on the host
+
+    anyio.run(session)

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import EXAMPLE, cb, outcome_of
+from tests.conftest import EXAMPLE, GOLDEN_MISMATCH, cb, outcome_of
 
 TARGETS = ["aarch64-linux-musl", "riscv64-linux-musl"]
 
@@ -609,11 +609,14 @@ def test_a_test_program_runs_in_the_folder_ctest_runs_it_in(tmp_path):
 @pytest.mark.slow
 def test_a_test_program_that_fails_for_a_known_reason_ends_on_the_entry_that_names_it(tmp_path):
     """google-glog's logging tests expect their operator new to run for `{ new int; }`, which clang removes: the
-    build is fine, the test fails, and the verdict says which knowledge-base entry explains it (it stays failed)."""
+    build is fine, the test fails, and the verdict says which knowledge-base entry explains it. This one fails on
+    the target only, so the build for the build machine, made when the planner gives up, cannot excuse it: it stays
+    failed, and says that it passes there."""
     project = tmp_path / "death"
     project.mkdir()
     (project / "test_death.c").write_text(
-        '#include <stdio.h>\nint main(void){puts("Function didn\'t die (unexpected new): { new int; }");return 1;}\n')
+        '#include <stdio.h>\nint main(void){\n#ifdef __x86_64__\nreturn 0;\n#endif\n'
+        'puts("Function didn\'t die (unexpected new): { new int; }");return 1;}\n')
     (project / "Makefile").write_text("all: test_death\ntest_death: test_death.c\n\t$(CC) -o $@ test_death.c\n")
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
     assert out["status"] != "verified"
@@ -621,6 +624,41 @@ def test_a_test_program_that_fails_for_a_known_reason_ends_on_the_entry_that_nam
     shown = sqlite3.connect(tmp_path / "runs.db").execute(
         "SELECT message FROM tool_calls WHERE run_id=? AND name='finish' AND ok=0", (out["run_id"],)).fetchone()[0]
     assert "NOT VERIFIED" in shown and "clang removed the unused allocation" in shown
+    [run] = out["verify"]["smoke_runs"]
+    assert run["triage"] == "failed" and "it passes built for x86_64-linux-musl" in run["why"], run
+    native = tmp_path / "ws" / ".xbuild" / "native" / "src" / "test_death"
+    assert _elf_machine(native) == 62  # EM_X86_64: the program really was built for the build machine
+
+
+def _elf_machine(path):
+    with open(path, "rb") as f:
+        head = f.read(20)
+    assert head[:4] == b"\x7fELF", path
+    return int.from_bytes(head[18:20], "little")
+
+
+@pytest.mark.slow
+def test_a_test_that_fails_the_same_way_built_for_the_build_machine_is_the_projects_own_failure(tmp_path):
+    """The planner has no fix for a failing golden-file test and gives up; the judge then builds the same steps for
+    x86_64, where it fails the same way: the failure is the project's, the build is verified with it not counted."""
+    project = _program_with_library(
+        tmp_path, "golden", GOLDEN_MISMATCH, "CMakeLists.txt",
+        "cmake_minimum_required(VERSION 3.16)\nproject(golden C)\nadd_library(l STATIC lib.c)\n"
+        "add_executable(logging_unittest main.c)\ntarget_link_libraries(logging_unittest l)\ninstall(TARGETS l)\n")
+    r, out = _build(tmp_path, str(project), "riscv64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified", out["message"]
+    [run] = out["verify"]["smoke_runs"]
+    assert run["triage"] == "project" and not run["passed"], run
+    assert 'fails the same way built for the build machine (x86_64-linux-musl: exit 1, "golden mismatch' in run["why"]
+    assert "logging_unittest fails the same way built for the build machine" in out["message"]
+    native = tmp_path / "ws" / ".xbuild" / "native" / "build" / "logging_unittest"
+    assert _elf_machine(native) == 62  # EM_X86_64
+    assert _elf_machine(tmp_path / "ws" / "build" / "logging_unittest") == 243  # EM_RISCV: the product is untouched
+    finishes = sqlite3.connect(tmp_path / "runs.db").execute(
+        "SELECT raw_arguments FROM tool_calls WHERE run_id=? AND name='finish' ORDER BY id",
+        (out["run_id"],)).fetchall()
+    assert json.loads(finishes[-1][0])["status"] == "blocked"  # the planner's own fixes came first
 
 
 @pytest.mark.slow

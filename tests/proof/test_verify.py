@@ -12,7 +12,8 @@ from crossbuild.env import zigcache
 from crossbuild.foundation import host
 from crossbuild.foundation.targets import parse_target
 from crossbuild.proof.artifacts import scan_tree
-from crossbuild.proof.verify import is_testlike, verify
+from crossbuild.proof.smoke import is_testlike
+from crossbuild.proof.verify import verify
 
 pytestmark = pytest.mark.slow  # fixtures are compiled with real zig
 

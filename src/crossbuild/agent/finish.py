@@ -36,5 +36,7 @@ FINISH = Tool(
         "End the run. With status='built', crossbuild verifies output_dir (every binary for the target, test "
         "programs pass under qemu, a clean rebuild from src/ replaying your successful commands gives the same "
         "artifacts); if verification fails you get the reasons and can continue. With status='blocked', the run "
-        "stops and your summary is reported: say what blocked you and what you tried."),
+        "stops and your summary is reported: say what blocked you and what you tried. If only test programs failing "
+        "without a crash refused the last verdict, crossbuild then builds for the build machine too: when each fails "
+        "the same way there, the build is verified with them not counted."),
 )

@@ -25,6 +25,7 @@ from crossbuild.agent.progress import ProgressMonitor, Verdict, call_signature
 from crossbuild.agent.resume import Replay
 from crossbuild.foundation.background import Abandoned, call_in_thread
 from crossbuild.models.base import Message, Model, ProviderError, ToolCall, Turn, Usage
+from crossbuild.proof import native_check
 from crossbuild.proof.verify import VerifyReport, verify
 from crossbuild.tools import Toolset, default_toolset
 from crossbuild.tools.base import ErrorType, ToolResult
@@ -64,6 +65,7 @@ class Agent:
         self._pending_nudge: str | None = None
         # the last verdict that refused the build: an unverified run's outcome says which program failed and why
         self._failed_verify: VerifyReport | None = None
+        self._failed_verify_dir = "build"
         self._sent = 0  # messages already recorded in the trace
         self._start = 0.0
         self.replay = replay  # a resumed run: its recorded turns and results come first
@@ -328,23 +330,48 @@ class Agent:
     def _finish(self, result: ToolResult) -> Stop | None:
         data = result.data
         if data["status"] == "blocked":
-            return Stop(StopReason.GAVE_UP, data["summary"])
+            return self._judged_with_the_build_machine(data["summary"]) or Stop(StopReason.GAVE_UP, data["summary"])
         out_dir = data["output_dir"]
-        report = verify(self.ctx.root / out_dir, self.ctx.target, toolchain=self.ctx.toolchain, box=self.ctx.sandbox,
-                        rebuild_steps=replay_steps(self.ctx) or None, rebuild_edits=self.ctx.edited)
-        self.emit(Event("verify", {"step": self.steps, "ok": report.ok, "reasons": report.reasons[:10],
-                                   "counts": report.counts, "output_dir": out_dir}))
+        report = self._verify(out_dir)
         if report.ok:
             return Stop(StopReason.VERIFIED, data["summary"], report, out_dir)
         # not verified: the model gets the reasons (in place of "finish requested") and may continue
-        self._failed_verify = report
+        self._failed_verify, self._failed_verify_dir = report, out_dir
         result.ok = False
         result.error_type = ErrorType.COMMAND_FAILED
         result.data["verify"] = {"ok": False, "reasons": report.reasons[:30]}
         result.message, result.hint = attach_knowledge(
             self.ctx, report.failed_output(), report.summary(out_dir),
-            "fix these and call finish again, or finish(status='blocked') if you cannot", result.data)
+            "fix these and call finish again, or finish(status='blocked') if you cannot; test programs that still "
+            "fail then are run again from a build for the build machine", result.data)
         return None
+
+    def _judged_with_the_build_machine(self, summary: str) -> Stop | None:
+        """The model gave up after a verdict that only test programs failing without a crash refused. Its fixes came
+        first (a known cause's fix makes a test pass, which is better than excusing it); now the judge builds the
+        project for the build machine too, and a failure it shows there as well is the project's own
+        (proof/native_check.py)."""
+        failed = self._failed_verify
+        if failed is None or not failed.only_tests_failed() or native_check.build_machine_target(
+                self.ctx.target) is None:
+            return None
+        out_dir = self._failed_verify_dir
+        report = self._verify(out_dir, build_machine_check=True)
+        if not report.ok:
+            self._failed_verify = report  # the outcome shows what the build machine said of each failed program
+            return None
+        excused = [r.path for r in report.smoke_runs if r.triage == "project"]
+        return Stop(StopReason.VERIFIED, f"{', '.join(excused)} {'fails' if len(excused) == 1 else 'fail'} the same "
+                                         f"way built for the build machine (not counted); the model had given up: "
+                                         f"{summary}", report, out_dir)
+
+    def _verify(self, out_dir: str, *, build_machine_check: bool = False) -> VerifyReport:
+        report = verify(self.ctx.root / out_dir, self.ctx.target, toolchain=self.ctx.toolchain, box=self.ctx.sandbox,
+                        rebuild_steps=replay_steps(self.ctx) or None, rebuild_edits=self.ctx.edited,
+                        build_machine_check=build_machine_check)
+        self.emit(Event("verify", {"step": self.steps, "ok": report.ok, "reasons": report.reasons[:10],
+                                   "counts": report.counts, "output_dir": out_dir}))
+        return report
 
 def _parsed(raw: str) -> Any:
     try:

@@ -134,6 +134,11 @@ def _triage_test(lines: list[str]) -> Triage:
     return Triage("failed", (_first(_TELLING, lines) or _last(lines) or "no output")[:200])
 
 
+def telling_line(lines: list[str]) -> str | None:
+    """The first line that says why a program failed (an assertion, an error, what was expected)."""
+    return _first(_TELLING, lines)
+
+
 def _crash_evidence(lines: list[str], crash: str) -> str:
     """The crash line with what the program said before it died: the failed assert() or check, when a line
     before the crash names one, else its last words ("Assertion failed: mul(2, 3) == 6 (check.c: main: 3)

@@ -10,63 +10,27 @@ import hashlib
 import os
 import platform
 import re
-import stat
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from crossbuild.env import sandbox
 from crossbuild.env.recipes import BuildStep
-from crossbuild.env.sandbox import Limits, Sandbox
+from crossbuild.env.sandbox import Sandbox
 from crossbuild.env.toolchain import Toolchain
-from crossbuild.env.workspace import PRISTINE
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
-from crossbuild.proof import ctest
+from crossbuild.proof import native_check
 from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
-from crossbuild.proof.target_run import loader_lacks, runner_argv, test_program_box
-from crossbuild.proof.triage import triage
+from crossbuild.proof.second_build import build_again
+from crossbuild.proof.smoke import SmokeRun, smoke_runs
+from crossbuild.proof.target_run import test_program_box
 
 _BUILD_MACHINE = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "riscv64": "EM_RISCV"}  # platform -> ELF machine
-_TESTLIKE = re.compile(r"(^|[_\-.])(test|check|example|demo|selftest|unittest)s?([_\-.]|$)|^(test|example)",
-                       re.IGNORECASE)
-_TESTLIKE_DIRS = {"test", "tests", "testing", "example", "examples", "demo", "demos"}
-MAX_SMOKE_RUNS = 25
 
-
-@dataclass
-class SmokeRun:
-    path: str
-    command: list[str]
-    exit_code: int | None = None
-    passed: bool = False
-    stopped: str | None = None
-    duration_s: float = 0.0
-    output_tail: str = ""
-    skipped: str | None = None  # why it did not run
-    needs_arguments: bool = False  # it ran and printed its usage: proof it runs on the target, not a test failure
-    triage: str | None = None  # a run that did not pass: crashed | usage | environment | failed (proof/triage.py)
-    why: str | None = None  # the evidence for the triage: a line of its output, or what stopped it
-
-    @property
-    def failed(self) -> bool:
-        """Whether this run blocks verification."""
-        return not (self.skipped or self.passed) and self.triage in (None, "crashed", "failed")
-
-    def outcome(self) -> str:
-        """One phrase for every face (CLI table, tool result): what this run proved."""
-        if self.skipped:
-            return f"skipped: {self.skipped}"
-        if self.passed:
-            return "passed (exit 0)"
-        if self.triage == "usage":
-            return f"ran, {self.why}"
-        if self.triage == "environment":
-            return f"ran, not counted ({self.stopped or f'exit {self.exit_code}'}): {self.why}"
-        return f"FAILED ({self.why or self.stopped or f'exit {self.exit_code}'})"
 
 
 @dataclass
@@ -119,6 +83,12 @@ class VerifyReport:
             said += " - proven: the architecture of every binary only"
         return said
 
+    def only_tests_failed(self) -> bool:
+        """Whether test programs that ran and failed without a crash are all that refused this verdict: what a
+        build for the build machine can tell apart (native_check)."""
+        failing = [r for r in self.smoke_runs if r.failed]
+        return bool(failing) and all(r.triage == "failed" for r in failing) and len(self.reasons) == len(failing)
+
     def failed_output(self) -> str:
         """What the failed test programs printed last, each with its verdict: the text the knowledge base is
         searched with when the verdict is NOT VERIFIED for them."""
@@ -131,7 +101,10 @@ class VerifyReport:
         counts = ", ".join(f"{k}: {v}" for k, v in self.counts.items()) or "no binaries"
         lines = [f"{'VERIFIED' if self.ok else 'NOT VERIFIED'} for {self.target}: {shown_root} ({counts})",
                  f"  {self.proven()}"]
-        lines += [f"  smoke run {run.path}: {run.outcome()}" for run in self.smoke_runs[:limit]]
+        for run in self.smoke_runs[:limit]:
+            lines.append(f"  smoke run {run.path}: {run.outcome()}")
+            if run.failed:  # what it printed last: what a model needs to find the cause
+                lines += [f"    | {line[:200]}" for line in run.output_tail.splitlines()[-5:]]
         if self.linker_temporaries or self.build_tools:
             lines.append(f"  {self.not_counted()}")
         if self.rebuild:
@@ -140,18 +113,15 @@ class VerifyReport:
         return "\n".join(lines)
 
 
-def is_testlike(rel: str) -> bool:
-    p = Path(rel)
-    stem = p.name.removesuffix(".exe")
-    return bool(_TESTLIKE.search(stem)) or any(part.lower() in _TESTLIKE_DIRS for part in p.parts[:-1])
-
-
 def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = None,
            box: Sandbox | None = None, run_tests: bool = True, allow_host: list[str] | None = None,
            rebuild_steps: list[BuildStep] | None = None, rebuild_source: str = "src",
-           rebuild_edits: Sequence[str] = (), smoke_timeout_s: float = 60.0) -> VerifyReport:
+           rebuild_edits: Sequence[str] = (), smoke_timeout_s: float = 60.0,
+           build_machine_check: bool = False) -> VerifyReport:
     """The verdict on the build folder ROOT. A clean rebuild (REBUILD_STEPS) starts from the source as it was
-    prepared, with the files the agent edited (REBUILD_EDITS, workspace-relative) laid over it."""
+    prepared, with the files the agent edited (REBUILD_EDITS, workspace-relative) laid over it. With
+    BUILD_MACHINE_CHECK, test programs that failed without a crash, when nothing else stands in the verdict's way,
+    are run again from a build of the same steps for the build machine (native_check)."""
     root = Path(os.path.abspath(root))
     report = VerifyReport(target=target.name, root=str(root), run_tests=run_tests)
     if root.is_symlink() or not root.is_dir():  # a build may replace its output folder by a link to host files
@@ -215,12 +185,15 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             # the dependencies' shared libraries, where the build linked them from (a target system would have
             # them installed too)
             deps = [str(d) for d in (toolchain.prefix / "lib", toolchain.prefix / "lib64") if d.is_dir()]
-            report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, log_dir, deps,
-                                            source=toolchain.workspace / rebuild_source,
-                                            own_folders=_own_folders(root, toolchain), within=toolchain.workspace)
+            report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, log_dir, deps,
+                                           source=toolchain.workspace / rebuild_source,
+                                           own_folders=_own_folders(root, toolchain), within=toolchain.workspace)
+            if build_machine_check and rebuild_steps and not report.reasons:
+                native_check.recheck(report.smoke_runs, root, toolchain, rebuild_steps, rebuild_source,
+                                     rebuild_edits, box.backend, smoke_timeout_s)
         else:
             with tempfile.TemporaryDirectory(prefix="crossbuild-verify-") as tmp:
-                report.smoke_runs = _smoke_runs(root, target, report, box, smoke_timeout_s, Path(tmp))
+                report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, Path(tmp))
         for run in report.smoke_runs:
             if run.failed:
                 report.reasons.append(f"smoke run {run.path} failed under qemu ({run.why})")
@@ -246,30 +219,14 @@ def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
 
 def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, source: str,
                    box: Sandbox | None, edits: Sequence[str] = ()) -> dict:
-    """Replay the recorded steps on a fresh copy of the pristine source (what the workspace was prepared with, so
-    nothing an in-tree build left behind is reused) with the agent's edits laid over it, in a second workspace
-    (`.xbuild/rebuild/`, which builds cannot write); absolute paths into the original workspace are remapped to
-    the copy. The copy takes folders, files and links as they are, never following one. A workspace prepared
-    before pristine copies existed is copied as it is now."""
+    """Replay the recorded steps in a second build (second_build: a fresh copy of the pristine source with the
+    agent's edits, in `.xbuild/rebuild/`), and check it made every linked artifact the first build made."""
     original_ws = toolchain.workspace
-    fresh_ws = toolchain.xbuild / "rebuild"
-    safefs.remove_tree(original_ws, Path(".xbuild", "rebuild"))
-    pristine = original_ws / PRISTINE
-    base = pristine if (pristine / source).is_dir() and not (pristine / source).is_symlink() else original_ws
-    copied = safefs.copy_tree(base, source, original_ws, Path(".xbuild", "rebuild", source))
-    if base == pristine:
-        _lay_over(original_ws, fresh_ws, [e for e in edits if Path(e).is_relative_to(source)])
-    fresh = replace(toolchain, workspace=fresh_ws).materialise()  # same settings, new place
-    box = sandbox.for_toolchain(fresh, backend=box.backend if box is not None else "auto")
-    env = fresh.env.as_dict()
-    moved = [([a.replace(str(original_ws), str(fresh_ws)) for a in step.argv], fresh_ws / step.cwd,
-              {**env, **{k: v.replace(str(original_ws), str(fresh_ws)) for k, v in step.env}}) for step in steps]
-    failed = box.run_steps(moved, log_dir=fresh.logs, stem="rebuild")
-    if failed:
-        argv, res = failed
+    second = build_again(toolchain, steps, source, edits, box.backend if box is not None else "auto", into="rebuild")
+    fresh, fresh_ws = second.toolchain, second.workspace
+    if second.error:
         return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
-                "not_copied": copied.skipped[:20],
-                "error": f"`{' '.join(argv)}` {res.stopped or f'exit {res.returncode}'} (log {res.log_path})"}
+                "not_copied": second.not_copied, "error": second.error}
     try:
         rel_root = root.relative_to(original_ws)
     except ValueError:
@@ -281,7 +238,7 @@ def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sou
     missing = [p for p in missing if p not in copies_of(root, missing, original & rebuilt)]
     ok = bool(rebuilt) and not missing
     return {"ok": ok, "steps": [str(s) for s in steps], "workspace": str(fresh_ws), "artifacts": len(rebuilt),
-            "not_copied": copied.skipped[:20],
+            "not_copied": second.not_copied,
             "error": None if ok else ("rebuild produced no binaries" if not rebuilt
                                       else f"rebuild lacks {', '.join(missing[:5])}")}
 
@@ -329,17 +286,6 @@ def copies_of(root: Path, paths: Sequence[str], kept: set[str]) -> set[str]:
     return {p for p, fp in found.items() if fp in known}
 
 
-def _lay_over(original_ws: Path, fresh_ws: Path, edits: list[str]) -> None:
-    """The agent's edited files, read without following links, written into the rebuild's source."""
-    for rel in edits:
-        try:
-            with os.fdopen(safefs.open_regular(original_ws, rel, max_bytes=64 << 20), "rb") as f:
-                data, mode = f.read(), stat.S_IMODE(os.fstat(f.fileno()).st_mode)
-        except OSError:  # safefs.UnsafePath included
-            continue  # removed or replaced since: the rebuild shows what that means
-        safefs.write_atomic(fresh_ws, rel, data, mode=mode)
-
-
 def _installed_names(toolchain: Toolchain | None) -> set[str] | None:
     """The file names the project's install put into <workspace>/install, or None when nothing target-built was
     installed there (then no program can be told apart as a build-machine tool)."""
@@ -359,56 +305,3 @@ def _is_build_tool(a: Artifact, installed: set[str] | None) -> bool:
     install does ship is a product built for the wrong machine."""
     return (installed is not None and a.kind == "executable" and a.machine == _BUILD_MACHINE.get(platform.machine())
             and not a.member_of and Path(a.path).name not in installed)
-
-
-def _where_tests_run(root: Path, exe: Path, source: Path | None, ctest_dirs: dict[Path, Path]) -> tuple[Path, Path]:
-    """Where the project's harness would run a test program and its `srcdir` (automake's convention, which test
-    programs use to find their data files, e.g. xz's `files/`): CTest's WORKING_DIRECTORY for it, else where `make
-    check` runs it, the folder of a libtool program's wrapper (not `.libs/`); srcdir is the matching folder of the
-    source tree when the build is out of tree."""
-    cwd = exe.parent.parent if exe.parent.name == ".libs" else exe.parent
-    srcdir = cwd
-    if source is not None and not root.is_relative_to(source):
-        mirrored = source / cwd.relative_to(root)
-        if mirrored.is_dir() and not mirrored.is_symlink():
-            srcdir = mirrored
-    return ctest_dirs.get(exe.resolve(), cwd), srcdir
-
-
-def _smoke_runs(root: Path, target: Target, report: VerifyReport, box: Sandbox, timeout: float,
-                log_dir: Path, dependency_lib_dirs: list[str] = (), source: Path | None = None,
-                own_folders: frozenset[str] = frozenset(), within: Path | None = None) -> list[SmokeRun]:
-    candidates = [a for a in report.artifacts
-                  if a["ok"] and a["kind"] == "executable" and not a.get("member_of") and is_testlike(a["path"])]
-    ctest_dirs = ctest.working_dirs(root, prune=own_folders, within=within) if candidates else {}
-    runs: list[SmokeRun] = []
-    lib_rels = sorted(a["path"] for a in report.artifacts
-                      if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of"))
-    lib_dirs = sorted({str((root / rel).parent) for rel in lib_rels}) + list(dependency_lib_dirs)
-    for i, a in enumerate(candidates[:MAX_SMOKE_RUNS], 1):
-        exe = root / a["path"]
-        run = SmokeRun(path=a["path"], command=[str(exe)])
-        dynamic = a.get("linkage") == "dynamic"
-        argv, why_not = runner_argv(target, exe, dynamic=dynamic, lib_dirs=lib_dirs)
-        if argv is not None and dynamic and target.libc == "musl":
-            why_not = loader_lacks(target, root, a["path"], lib_rels, list(dependency_lib_dirs))
-        if argv is None or why_not:
-            run.skipped = why_not
-            runs.append(run)
-            continue
-        run.command = argv
-        cwd, srcdir = _where_tests_run(root, exe, source, ctest_dirs)
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C", "srcdir": str(srcdir)}
-        log_name = f"{i:02d}-{Path(a['path']).name[:80]}.log"
-        res = box.run(argv, cwd=cwd, env=env, log_path=log_dir / log_name,
-                      limits=Limits(timeout_s=timeout, max_output_bytes=4 << 20))
-        run.exit_code, run.stopped, run.duration_s = res.returncode, res.stopped, round(res.duration_s, 3)
-        run.passed = res.ok
-        text = safefs.read_text(log_dir, log_name, max_bytes=5 << 20).splitlines()[2:]  # after crossbuild's header
-        run.output_tail = "\n".join(text[-8:])
-        if not run.passed:
-            verdict = triage(res.returncode, res.stopped, text, timeout)
-            run.triage, run.why = verdict.kind, verdict.why
-            run.needs_arguments = verdict.kind == "usage"
-        runs.append(run)
-    return runs

@@ -233,6 +233,11 @@ class VerifyArgs(ToolArgs):
                                                        "slow: raise it for long test suites).")
     rebuild: bool = Field(False, description="Also replay this session's successful commands on a fresh copy of src/ "
                                              "and require the same artifacts (slow: a second full build).")
+    build_machine_check: bool = Field(
+        False, description="When test programs ran and failed without crashing and nothing else fails: replay this "
+                           "session's commands for the build machine too (x86_64, same compiler) and run them there. "
+                           "One that fails the same way there is the project's own failure: shown, not counted. "
+                           "Implies rebuild; slow (two more full builds). Try your fixes first.")
 
 
 def _authorize_verify(ctx: RunContext, args: VerifyArgs) -> Path:
@@ -240,11 +245,13 @@ def _authorize_verify(ctx: RunContext, args: VerifyArgs) -> Path:
 
 
 def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
-    steps = replay_steps(ctx) if args.rebuild else None
+    rebuild = args.rebuild or args.build_machine_check
+    steps = replay_steps(ctx) if rebuild else None
     report = verify(real, ctx.target, toolchain=ctx.toolchain, box=ctx.sandbox, run_tests=args.run_tests,
-                    rebuild_steps=steps or None, rebuild_edits=ctx.edited, smoke_timeout_s=args.timeout)
+                    rebuild_steps=steps or None, rebuild_edits=ctx.edited, smoke_timeout_s=args.timeout,
+                    build_machine_check=args.build_machine_check)
     text = report.summary(paths.display(ctx, real))
-    if args.rebuild and not steps:
+    if rebuild and not steps:
         text += "\n  clean rebuild: not run (no successful build commands in this session to replay)"
     data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons, "proven": report.proven(),
             "linker_temporaries": report.linker_temporaries, "build_tools": report.build_tools,
@@ -271,6 +278,10 @@ def _verify_hint(report: VerifyReport, args: VerifyArgs) -> str:
     if any(r.stopped == "timeout" for r in report.smoke_runs):
         return (f"a test program ran past {args.timeout} s under qemu (emulation is slow): call verify with a larger "
                 "timeout (at most 600), or read its log if it waits for input")
+    if report.only_tests_failed() and not args.build_machine_check:
+        return ("a test program failed under qemu: its output is above; fix the cause (or the build), then verify "
+                "again. With no fix left, verify with build_machine_check=true: it shows whether they fail the same "
+                "way built for the build machine")
     if any(r.failed for r in report.smoke_runs):
         return "a test program failed under qemu: its output is above; fix the cause (or the build), then verify again"
     return "fix the reasons above, then verify again"

@@ -1,0 +1,88 @@
+"""Whether a test program that failed on the target fails the same way built for the build machine.
+
+A test program that ran under qemu and exited non-zero, with no crash and no reason in the test environment,
+blocks verification: it may be the cross-build's fault. When the project is built a second time by the same
+recorded steps from the same source, for the build machine's own architecture (x86_64 here, same C library), and
+the same program fails there the same way - the same exit status and the same first line that tells why - the
+failure is the project's own on every machine (glog's logging_unittest compares its output with a golden file a
+Debian patch rewrote; Debian's own build ignores its result). Such a run is reported with that evidence and does
+not block. One that passes there, or fails otherwise, still blocks, and now says what the build machine showed.
+A crash is never rechecked: failing to load or dying of a signal on the target blocks whatever happens elsewhere.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from crossbuild.env.recipes import BuildStep
+from crossbuild.env.toolchain import Toolchain
+from crossbuild.foundation.targets import TARGETS, Target
+from crossbuild.proof.artifacts import check_artifact, scan_tree
+from crossbuild.proof.second_build import build_again
+from crossbuild.proof.smoke import SmokeRun, smoke_runs
+from crossbuild.proof.target_run import test_program_box
+from crossbuild.proof.triage import telling_line
+
+_VARYING = re.compile(r"0x[0-9a-f]+|\d+(\.\d+)?|/\S+", re.IGNORECASE)  # addresses, counts, times, paths
+
+
+def build_machine_target(target: Target) -> Target | None:
+    """The build machine's own architecture with TARGET's C library, or None when TARGET is that already or is
+    not a Linux target."""
+    if target.is_windows or target.arch == platform.machine():
+        return None
+    return TARGETS.get(f"{platform.machine()}-linux-{'musl' if target.libc == 'musl' else 'gnu'}")
+
+
+def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: Sequence[BuildStep], source: str,
+            edits: Sequence[str], backend: str, timeout_s: float) -> None:
+    """Build for the build machine and run there each of RUNS that failed without a crash; each such run gets
+    what that showed, and triage "project" when it failed the same way."""
+    failing = [r for r in runs if r.failed]
+    native = build_machine_target(toolchain.target)
+    if (not failing or native is None or any(r.triage != "failed" for r in failing)
+            or not root.is_relative_to(toolchain.workspace)):
+        return
+    second = build_again(toolchain, steps, source, edits, backend, into="native", target=native)
+    if second.error:
+        for r in failing:
+            r.why = f"{r.why}; not reproduced: the build for {native.name} failed ({second.error})"
+        return
+    fresh = second.toolchain
+    native_root = fresh.workspace / root.relative_to(toolchain.workspace)
+    wanted = {r.path for r in failing}
+    artifacts = []
+    own = frozenset(d.name for d in (fresh.xbuild, fresh.scratch) if d.parent == native_root)
+    for a in scan_tree(native_root, prune=own).artifacts:
+        if a.kind == "shared_library" or a.path in wanted:
+            artifacts.append({**a.to_dict(), "ok": not check_artifact(a, native)})
+    box = test_program_box(second.box, native)
+    log_dir = Path(tempfile.mkdtemp(prefix="native-", dir=fresh.logs))
+    there = {r.path: r for r in smoke_runs(native_root, native, artifacts, box, timeout_s, log_dir,
+                                           source=fresh.workspace / source, own_folders=own,
+                                           within=fresh.workspace)}
+    for r in failing:
+        _compare(r, there.get(r.path), native)
+
+
+def _compare(run: SmokeRun, native_run: SmokeRun | None, native: Target) -> None:
+    if native_run is None or native_run.skipped:
+        why = native_run.skipped if native_run else "the program was not built"
+        run.why = f"{run.why}; not reproduced for {native.name}: {why}"
+        return
+    if native_run.passed:
+        run.why = f"{run.why}; it passes built for {native.name}"
+        return
+    ours, theirs = telling_line(run.output_tail.splitlines()), telling_line(native_run.output_tail.splitlines())
+    same = (native_run.triage == "failed" and native_run.exit_code == run.exit_code
+            and _VARYING.sub("#", ours or "") == _VARYING.sub("#", theirs or ""))
+    if same:
+        run.triage = "project"
+        run.why = (f"fails the same way built for the build machine ({native.name}: exit {native_run.exit_code}"
+                   + (f", \"{theirs[:160]}\"" if theirs else "") + ")")
+    else:
+        run.why = f"{run.why}; built for {native.name} it fails otherwise: {native_run.outcome()}"
