@@ -373,6 +373,7 @@ class Agent:
                                    "counts": report.counts, "output_dir": out_dir}))
         return report
 
+
 def _parsed(raw: str) -> Any:
     try:
         return json.loads(raw) if raw else {}

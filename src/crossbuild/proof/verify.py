@@ -1,7 +1,7 @@
-"""The only judge of success: optional clean rebuild, artifact scan against the target, qemu smoke runs.
+"""The only judge of success: optional clean rebuild, artifact scan against the target, qemu smoke runs, and on
+request a build for the build machine that tells a project's own test failures apart (native_check).
 
-`verify(...)` returns a VerifyReport (JSON-serialisable); the model's own claims never count. Longer than the house
-limit by a few lines: the clean rebuild, the scan and the smoke runs decide one verdict together.
+`verify(...)` returns a VerifyReport (JSON-serialisable); the model's own claims never count.
 """
 
 from __future__ import annotations

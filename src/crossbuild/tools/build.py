@@ -299,7 +299,8 @@ VERIFY = Tool(
     description=(
         "Judge the build like crossbuild does at the end: every binary in the folder must be for the target "
         "(architecture, ABI, libc), at least one executable or library must exist, and test-like programs must pass "
-        "under qemu; optionally a clean rebuild. Returns VERIFIED or the reasons it is not. Your own claim of success "
+        "under qemu (or fail the same way built for the build machine, with build_machine_check); optionally a clean "
+        "rebuild. Returns VERIFIED or the reasons it is not. Your own claim of success "
         "never counts; this does."),
 )
 
