@@ -275,6 +275,34 @@ def test_an_optional_feature_whose_dependency_cannot_be_had_is_turned_off_and_sa
     assert "built without Frobnicate" in shown.stdout
 
 
+FEATURES = ("Frobnicate", "Quuxify", "Zorblax", "Wibblify")
+
+
+@pytest.mark.slow
+def test_four_missing_packages_reported_by_one_cmake_module_are_four_errors_not_one_coming_back(tmp_path):
+    """libxml2 for Windows: Iconv, LibLZMA, Python2 and ZLIB were each missing in turn, each reported from the same
+    line of FindPackageHandleStandardArgs.cmake; the run was stopped as making no progress at the fourth."""
+    project = tmp_path / "four"
+    (project / "cmake").mkdir(parents=True)
+    text = ("cmake_minimum_required(VERSION 3.16)\nproject(four C)\n"
+            "list(APPEND CMAKE_MODULE_PATH ${CMAKE_SOURCE_DIR}/cmake)\n")
+    for name in FEATURES:
+        upper, lower = name.upper(), name.lower()
+        text += (f'option(FOUR_WITH_{upper} "use lib{lower}" ON)\n'
+                 f"if(FOUR_WITH_{upper})\n  find_package({name} REQUIRED)\nendif()\n")
+        (project / "cmake" / f"Find{name}.cmake").write_text(
+            f"find_path({upper}_INCLUDE_DIR {lower}.h)\nfind_library({upper}_LIBRARY {lower})\n"
+            "include(FindPackageHandleStandardArgs)\n"
+            f"find_package_handle_standard_args({name} REQUIRED_VARS {upper}_LIBRARY {upper}_INCLUDE_DIR)\n")
+    (project / "CMakeLists.txt").write_text(text + "add_executable(four main.c)\ninstall(TARGETS four)\n")
+    (project / "main.c").write_text("int main(void){return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified", out["message"]
+    for name in FEATURES:
+        assert f"built without {name}: FOUR_WITH_{name.upper()}=OFF" in out["message"]
+
+
 @pytest.mark.slow
 def test_a_meson_feature_whose_dependency_cannot_be_had_is_turned_off_with_its_own_option(tmp_path):
     # the switch is found in the project's options file, as `meson introspect --buildoptions` reports it

@@ -78,6 +78,19 @@ def test_a_configure_error_is_fingerprinted_by_its_error_not_by_a_check_that_cam
     assert error_fingerprint("-- Looking for futimens - not found").startswith("-- Looking for")  # nothing else
 
 
+def test_a_missing_package_is_fingerprinted_by_its_name_not_by_the_cmake_module_that_reports_it():
+    """libxml2 for Windows ended `stuck` after four configures, each missing another package (Iconv, LibLZMA,
+    Python2, ZLIB): each one's first error line was `CMake Error at .../FindPackageHandleStandardArgs.cmake:230`."""
+    def configure(package: str) -> str:
+        return ("-- Found Threads: TRUE\nCMake Error at /usr/share/cmake-3.25/Modules/FindPackageHandleStandardArgs"
+                f".cmake:230 (message):\n  Could NOT find {package} (missing: {package}_LIBRARY {package}_INCLUDE_DIR)"
+                "\nCall Stack (most recent call first):\n  /usr/share/cmake-3.25/Modules/FindPackageHandleStandard"
+                "Args.cmake:600 (_FPHSA_FAILURE_MESSAGE)\n-- Configuring incomplete, errors occurred!")
+    assert error_fingerprint(configure("ZLIB")) != error_fingerprint(configure("Python2"))
+    assert error_fingerprint(configure("ZLIB")) == ("CMake Error at /FindPackageHandleStandardArgs.cmake:N (message): "
+                                                    "Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR)")
+
+
 @pytest.mark.parametrize(("asked", "source"), [
     ("ZLIB", "zlib"), ("zlib.h", "zlib"), ("libz", "zlib"), ("PNG::PNG", "libpng1.6"), ("png.h", "libpng1.6"),
     ("absl", "abseil"), ("OpenSSL", "openssl"), ("openssl/ssl.h", "openssl"), ("libzstd", "libzstd"),

@@ -3,6 +3,7 @@ FTS5, with a score threshold so that nothing irrelevant is returned."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import threading
@@ -135,7 +136,15 @@ def error_fingerprint(output: str) -> str | None:
     # a configure step's status lines (`-- Looking for futimens - not found`) report checks, not the failure: they
     # come back unchanged on every configure while the real error changes
     errors = [line for line in lines if not line.lstrip().startswith("--")] or lines
-    return fingerprint(errors[0].strip())[:200] if errors else None
+    if not errors:
+        return None
+    first = errors[0]
+    if first.startswith("CMake Error"):  # where it failed, then what: every missing package fails in the same
+        all_lines = output.splitlines()  # FindPackageHandleStandardArgs.cmake line; the body names the package
+        body = itertools.takewhile(lambda line: line.startswith("  ") and line.strip(), all_lines[
+            all_lines.index(first) + 1:])
+        first = " ".join([first, *(line.strip() for line in itertools.islice(body, 3))])
+    return fingerprint(first.strip())[:200]
 
 
 def _error_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
