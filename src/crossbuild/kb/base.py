@@ -132,7 +132,8 @@ _ERROR_LINE = re.compile(r"\b(error|Error|ERROR|fatal)\b|undefined (reference|sy
 def error_fingerprint(output: str) -> str | None:
     """The first error-looking line of a failed command's output, reduced to its shape: the same failure coming
     back across configure/build cycles has the same fingerprint."""
-    lines = [line for line in output.splitlines() if _ERROR_LINE.search(line) and not line.startswith("[full log")]
+    all_lines = output.splitlines()
+    lines = [line for line in all_lines if _ERROR_LINE.search(line) and not line.startswith("[full log")]
     # a configure step's status lines (`-- Looking for futimens - not found`) report checks, not the failure: they
     # come back unchanged on every configure while the real error changes
     errors = [line for line in lines if not line.lstrip().startswith("--")] or lines
@@ -140,7 +141,7 @@ def error_fingerprint(output: str) -> str | None:
         return None
     first = errors[0]
     if first.startswith("CMake Error"):  # where it failed, then what: every missing package fails in the same
-        all_lines = output.splitlines()  # FindPackageHandleStandardArgs.cmake line; the body names the package
+        # FindPackageHandleStandardArgs.cmake line; the body names the package
         body = itertools.takewhile(lambda line: line.startswith("  ") and line.strip(), all_lines[
             all_lines.index(first) + 1:])
         first = " ".join([first, *(line.strip() for line in itertools.islice(body, 3))])

@@ -23,7 +23,7 @@ from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation.targets import TARGETS, Target
 from crossbuild.proof.artifacts import check_artifact, scan_tree
 from crossbuild.proof.second_build import build_again
-from crossbuild.proof.smoke import SmokeRun, smoke_runs
+from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
 from crossbuild.proof.target_run import test_program_box
 from crossbuild.proof.triage import telling_line
 
@@ -56,7 +56,7 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
     native_root = fresh.workspace / root.relative_to(toolchain.workspace)
     wanted = {r.path for r in failing}
     artifacts = []
-    own = frozenset(d.name for d in (fresh.xbuild, fresh.scratch) if d.parent == native_root)
+    own = own_folders(native_root, fresh)
     for a in scan_tree(native_root, prune=own).artifacts:
         if a.kind == "shared_library" or a.path in wanted:
             artifacts.append({**a.to_dict(), "ok": not check_artifact(a, native)})

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crossbuild.env.sandbox import Limits, Sandbox
+from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof import ctest
@@ -52,6 +53,13 @@ class SmokeRun:
         if self.triage in ("environment", "project"):
             return f"ran, not counted ({self.stopped or f'exit {self.exit_code}'}): {self.why}"
         return f"FAILED ({self.why or self.stopped or f'exit {self.exit_code}'})"
+
+
+def own_folders(root: Path, toolchain: Toolchain | None) -> frozenset[str]:
+    """crossbuild's own folders (.xbuild/, .scratch/) when ROOT holds the workspace's: never scanned or run."""
+    if toolchain is None:
+        return frozenset()
+    return frozenset(own.name for own in (toolchain.xbuild, toolchain.scratch) if own.parent == root)
 
 
 def is_testlike(rel: str) -> bool:

@@ -26,7 +26,7 @@ from crossbuild.proof import native_check
 from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
 from crossbuild.proof.second_build import build_again
-from crossbuild.proof.smoke import SmokeRun, smoke_runs
+from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
 from crossbuild.proof.target_run import test_program_box
 
 _BUILD_MACHINE = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "riscv64": "EM_RISCV"}  # platform -> ELF machine
@@ -187,7 +187,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             deps = [str(d) for d in (toolchain.prefix / "lib", toolchain.prefix / "lib64") if d.is_dir()]
             report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, log_dir, deps,
                                            source=toolchain.workspace / rebuild_source,
-                                           own_folders=_own_folders(root, toolchain), within=toolchain.workspace)
+                                           own_folders=own_folders(root, toolchain), within=toolchain.workspace)
             if build_machine_check and rebuild_steps and not report.reasons:
                 native_check.recheck(report.smoke_runs, root, toolchain, rebuild_steps, rebuild_source,
                                      rebuild_edits, box.backend, smoke_timeout_s)
@@ -203,14 +203,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
 
 def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
     """scan_tree, leaving out crossbuild's own folders."""
-    return scan_tree(root, prune=_own_folders(root, toolchain))
-
-
-def _own_folders(root: Path, toolchain: Toolchain | None) -> frozenset[str]:
-    """crossbuild's own folders (.xbuild/, .scratch/) when ROOT holds the workspace's."""
-    if toolchain is None:
-        return frozenset()
-    return frozenset(own.name for own in (toolchain.xbuild, toolchain.scratch) if own.parent == root)
+    return scan_tree(root, prune=own_folders(root, toolchain))
 
 
 def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
