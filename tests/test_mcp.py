@@ -235,6 +235,70 @@ def test_an_mcp_client_gets_nothing_outside_the_roots(tmp_path):
     assert copies and not [p for p in copies if b"SECRET-42" in p.read_bytes()]
 
 
+def _git_repo(folder: Path, secret: str) -> Path:
+    """A git repository with one commit holding SECRET, and a bare clone of it beside it (folder.git)."""
+    folder.mkdir(parents=True)
+    (folder / "CMakeLists.txt").write_text(f"project(p C) # {secret}\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "c"]):
+        subprocess.run([*git, *args], cwd=folder, check=True, capture_output=True)
+    subprocess.run([*git, "clone", "-q", "--bare", str(folder), str(folder) + ".git"], check=True,
+                   capture_output=True)
+    return folder
+
+
+def test_every_form_of_source_obeys_the_roots(tmp_path):
+    """A client names host repositories outside --root as git URLs (file://…/.git, a bare repository's path, a
+    path that merely ends in .git) and as git's helper transports. Afterwards no workspace holds the outside
+    repository's content and no helper ran; the same forms inside a root work."""
+    root, outside = tmp_path / "allowed", tmp_path / "private"
+    repo = _git_repo(outside / "repo", "OUTSIDE-SECRET-91")
+    _git_repo(root / "inside", "inside-content")
+    (root / "link.git").symlink_to(Path(str(repo) + ".git"))
+    pwned = tmp_path / "pwned"
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(root)], cwd=str(root),
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
+    hostile = [f"file://{repo}/.git", f"file://{repo}.git", f"{repo}.git", f"file://localhost{repo}/.git",
+               str(root / "link.git"), f"file://{root}/link.git", f"{root}/../private/repo/.git",
+               f"ext::sh -c touch% {pwned}", "fd::7", f"file://otherhost{repo}/.git", f"{outside}/nothing.git"]
+
+    async def main():
+        async with Client(params) as c:
+            for source in hostile:
+                r = await c.call_tool("open_workspace", {"source": source, "target": "x86_64-linux-musl"})
+                assert r.is_error, (source, _text(r))
+                assert r.structured_content["error_type"] in ("permission_denied", "not_found"), (source, _text(r))
+            for source in (f"file://{root}/inside/.git", f"{root}/inside.git", f"file://{root}/inside"):
+                r = await c.call_tool("open_workspace", {"source": source, "target": "x86_64-linux-musl"})
+                assert not r.is_error, (source, _text(r))
+                ws = Path(r.structured_content["data"]["workspace"])
+                assert "inside-content" in (ws / "src" / "CMakeLists.txt").read_text()
+
+    anyio.run(main)
+    assert not pwned.exists()
+    copied = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert not [p for p in copied if b"OUTSIDE-SECRET-91" in p.read_bytes()]
+
+
+def test_open_workspace_on_the_root_itself_keeps_its_runs_out_of_the_copy(tmp_path):
+    """The server's root is the project (the default: the folder it was started in) and its workspaces are kept in
+    root/crossbuild-runs: opening the root twice copies the project, not the earlier workspace inside it."""
+    shutil.copytree(EXAMPLE, tmp_path / "proj")
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp"], cwd=str(tmp_path / "proj"),
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
+
+    async def main():
+        async with Client(params) as c:
+            for _ in range(2):
+                r = await c.call_tool("open_workspace", {"source": ".", "target": "aarch64-linux-musl"})
+                assert not r.is_error, _text(r)
+                ws = Path(r.structured_content["data"]["workspace"])
+                assert (ws / "src" / "CMakeLists.txt").is_file() and not (ws / "src" / "crossbuild-runs").exists()
+
+    anyio.run(main)
+    assert len(list((tmp_path / "proj" / "crossbuild-runs").iterdir())) == 2
+
+
 def test_knowledge_and_history_reach_an_mcp_client_and_survive_a_reconnect(tmp_path):
     """The path a model took over MCP: configure fails on a missing package -> the knowledge base entry and the
     build_dependency call to make arrive with the result; after a reconnect the workspace still knows its commands

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import Field, ValidationError
 
 from crossbuild import __version__, kb
-from crossbuild.env import workspace
+from crossbuild.env import sandbox, workspace
 from crossbuild.foundation import bearer
 from crossbuild.foundation.targets import UnknownTargetError, parse_target
 from crossbuild.tools import Toolset, default_toolset
@@ -160,8 +160,8 @@ class CrossbuildMCP:
             return ToolResult(ok=False, error_type=ErrorType.INVALID_ARGUMENTS, message="give a source or a workspace.",
                               hint="source: a folder, tarball, git URL or debian:NAME; workspace: a folder with src/")
         try:
-            self._check_client_paths(args)
-            new, left_out = self._make_ctx(args.source, args.workspace, args.target)
+            source = self._check_client_paths(args)
+            new, left_out = self._make_ctx(source, args.workspace, args.target)
         except OutsideRoots as e:
             return ToolResult(ok=False, error_type=ErrorType.PERMISSION_DENIED, message=str(e),
                               hint=f"use a folder inside {self.host_roots}, a git URL or debian:NAME; "
@@ -179,24 +179,24 @@ class CrossbuildMCP:
             state.ctx = new
         note = (f" Not copied: {', '.join(left_out[:8])}{' ...' if len(left_out) > 8 else ''} (credential and "
                 "special files never enter a workspace)." if left_out else "")
-        return ToolResult(ok=True, message=f"workspace {new.root} is open for {new.target.name}; the project is in "
-                                           f"src/.{note} Next: build_status.",
-                          data={"workspace": str(new.root), "target": new.target.name, "left_out": list(left_out)})
+        unsandboxed = f"{sandbox.UNSANDBOXED}. " if new.sandbox.backend == "none" else ""
+        return ToolResult(ok=True, message=f"{unsandboxed}workspace {new.root} is open for {new.target.name}; the "
+                                           f"project is in src/.{note} Next: build_status.",
+                          data={"workspace": str(new.root), "target": new.target.name, "left_out": list(left_out),
+                                "sandbox": new.sandbox.backend})
 
-    def _check_client_paths(self, args: OpenWorkspaceArgs) -> None:
-        """Host paths a client names must resolve (links followed) inside a root, by path component."""
-        named = []
-        if args.source and not workspace.is_remote(args.source):
-            named.append(("source", args.source))
+    def _check_client_paths(self, args: OpenWorkspaceArgs) -> str | None:
+        """Host paths a client names must resolve (links followed) inside a root, by path component, whatever form
+        the source is written in; the source as it is to be prepared."""
+        source = self.host_roots.source(args.source) if args.source else None
         if args.workspace:
-            named.append(("workspace", args.workspace))
-        for what, raw in named:
-            self.host_roots.resolve(what, raw)
+            self.host_roots.resolve("workspace", args.workspace)
         if args.workspace and not args.source:
             real = Path(os.path.realpath(args.workspace))
             if not ((real / "src").is_dir() and (real / ".xbuild").is_dir()):
                 raise ValueError(f"{real} is not a crossbuild workspace (it has no src/ and .xbuild/); pass the "
                                  "project as source to copy it into a new workspace")
+        return source
 
     def _make_ctx(self, source: str | None, ws_dir: str | None, target_name: str) -> tuple[RunContext, tuple[str, ...]]:
         """The session's RunContext, and what of the source was not copied into the workspace."""

@@ -32,6 +32,7 @@ class FakeProvider:
         self.script = script
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []  # each request's headers, names lower-cased
         self.rejected: list[str] = []  # requests refused for breaking the call/result pairing rules
         self._lock = threading.Lock()
         provider = self
@@ -41,6 +42,7 @@ class FakeProvider:
                 pass
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                provider.headers.append({k.lower(): v for k, v in self.headers.items()})
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 unpaired = _unpaired(self.path, body)

@@ -329,3 +329,22 @@ def test_no_source_hints_builds_the_project_as_upstream_ships_it(tmp_path):
                                                    "debian/ (packaging: --no-source-hints)",
                                                    "debian/patches/fix.patch (undone: --no-source-hints)"]
     assert (project / "debian" / "rules").is_file()  # the user's source is never changed
+
+
+def test_building_the_current_folder_keeps_its_runs_out_of_the_copy(tmp_path):
+    """`crossbuild build .` from inside the project, without -w: the workspace lands in ./crossbuild-runs/, inside
+    the folder being copied; it is left out of the copy (it used to copy itself until RecursionError)."""
+    from tests.agent.fake_provider import FakeProvider, Reply
+
+    project = tmp_path / "proj"
+    shutil.copytree(EXAMPLE, project)
+    with FakeProvider([Reply(status=401)] * 4) as server:  # the run ends at its first model call
+        for _ in range(2):
+            r = cb("build", ".", "-t", "x86_64-linux-musl", "--model", "openai:gpt-x", "--db",
+                   str(tmp_path / "runs.db"), "--no-config", cwd=project,
+                   env={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.base_url}, timeout=600)
+            assert "RecursionError" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    runs = sorted((project / "crossbuild-runs").iterdir())
+    assert len(runs) == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    for ws in runs:
+        assert (ws / "src" / "CMakeLists.txt").is_file() and not (ws / "src" / "crossbuild-runs").exists()

@@ -12,7 +12,7 @@ def layered(tmp_path, monkeypatch):
     user = tmp_path / "xdg" / "crossbuild"
     user.mkdir(parents=True)
     (user / "config.toml").write_text('jobs = 1\nmodel = "openai:gpt-4o-mini"\n[budgets]\nmax_steps = 10\n'
-                                      'max_tool_calls = 11\nmax_tokens = 12\n')
+                                      'max_tool_calls = 31\nmax_tokens = 12\n')
     project = tmp_path / "proj"
     project.mkdir()
     (project / "crossbuild.toml").write_text("jobs = 2\n[budgets]\nmax_steps = 20\nmax_tool_calls = 21\n")
@@ -31,6 +31,18 @@ def test_each_layer_overrides_the_ones_below_it_key_by_key(layered):
     assert s.budgets.max_tokens == 12 and r.origin("budgets.max_tokens").endswith("xdg/crossbuild/config.toml")
     assert s.budgets.max_wall_s == 3 * 3600 and r.origin("budgets.max_wall_s") == "default"
     assert s.model == "openai:gpt-4o-mini"
+
+
+def test_a_project_file_may_lower_a_budget_but_not_raise_it_or_widen_access(layered):
+    (layered / "crossbuild.toml").write_text('jobs = 2\nmodel = "planner"\nbase_url = "http://x"\n'
+                                             '[budgets]\nmax_tool_calls = 21\nmax_tokens = 13\n')
+    r = settings.load({})
+    project = str(layered / "crossbuild.toml")
+    assert (r.settings.budgets.max_tool_calls, r.origin("budgets.max_tool_calls")) == (21, project)
+    assert r.settings.budgets.max_tokens == 12 and r.settings.base_url is None
+    assert r.settings.model == "openai:gpt-4o-mini" and r.settings.jobs == 2
+    assert [line.split(" (")[0] for line in r.ignored] == [f"{project}: model", f"{project}: base_url",
+                                                          f"{project}: budgets.max_tokens = 13"]
 
 
 def test_the_command_line_beats_the_environment(layered, monkeypatch):

@@ -58,6 +58,12 @@ def test_bad_build_requests_get_one_actionable_line_and_start_nothing(server, tm
         ({"source": "debian:zlib", "target": "aarch64-linux-musl", "model": "replay:/etc/passwd#1"}, "model"),
         ({"source": "debian:zlib", "target": "aarch64-linux-musl", "model": "openai:gpt-x"}, "no API key"),
         ({"source": ["x"], "target": "aarch64-linux-musl"}, "strings"),
+        # every form of a host path obeys the roots: git URLs to local repositories, paths ending in .git
+        ({"source": f"file://{outside}/.git", "target": "aarch64-linux-musl"}, "outside the folders"),
+        ({"source": f"file://{server.root}/link-out", "target": "aarch64-linux-musl"}, "outside the folders"),
+        ({"source": f"{outside}.git", "target": "aarch64-linux-musl"}, "outside the folders"),
+        ({"source": f"{server.root}/nope.git", "target": "aarch64-linux-musl"}, "does not exist"),
+        ({"source": f"ext::sh -c touch% {outside}/pwned", "target": "aarch64-linux-musl"}, "crossbuild takes"),
     ]
     for body, said in cases:
         r = server.post("/api/builds", body)
@@ -69,7 +75,7 @@ def test_bad_build_requests_get_one_actionable_line_and_start_nothing(server, tm
         assert r.status_code == 400 and "not JSON" in r.json()["error"]
     r = server.post("/api/builds/20261201000000-deadbeef/cancel", {})
     assert r.status_code == 404 and "not started by this server" in r.json()["error"]
-    assert not (server.root.parent / "runs").exists()
+    assert not (server.root.parent / "runs").exists() and not (outside / "pwned").exists()
 
 
 def test_a_reconnecting_stream_goes_on_after_its_last_event_id(server):

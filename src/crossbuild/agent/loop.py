@@ -89,7 +89,7 @@ class Agent:
                                  prompt_hash=prompt.prompt_hash(system, specs), workspace=str(self.ctx.root))
         self.emit(Event("run_started", {"run_id": self.run_id, "model": self.model.name,
                                         "target": self.ctx.target.name, "workspace": str(self.ctx.root),
-                                        "resumed": self.replay is not None}))
+                                        "sandbox": self.ctx.sandbox.backend, "resumed": self.replay is not None}))
         if self.model.name.startswith(("openai:", "anthropic:")) and self.budgets.max_cost_usd is not None \
                 and cost_usd(self.model.name, Usage()) is None:  # said once, at the start
             self.emit(Event("budget_note", {"message": f"no price is known for {self.model.name}: the "

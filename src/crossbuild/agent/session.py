@@ -18,8 +18,8 @@ from crossbuild.agent.events import Event, EventSink, ignore
 from crossbuild.agent.graph import GraphAgent
 from crossbuild.agent.loop import Agent, RunOutcome
 from crossbuild.agent.resume import NotResumable, Replay
-from crossbuild.env import workspace
-from crossbuild.foundation import safefs
+from crossbuild.env import sandbox, workspace
+from crossbuild.foundation import host, safefs
 from crossbuild.foundation.settings import Resolved
 from crossbuild.foundation.targets import Target, parse_target
 from crossbuild.models import ModelConfig, ScriptedModel, make_model
@@ -112,6 +112,9 @@ def _build_once(req: BuildRequest, *, on_event: EventSink, cancel: threading.Eve
                 replay: Replay | None) -> tuple[RunOutcome, RunContext]:
     model = make_model(req.model, on_retry=lambda n, t, d: on_event(Event(
         "provider_retry", {"attempt": n, "reason": t.reason, "delay_s": round(d, 2)})))
+    status = sandbox.require(req.sandbox_backend)  # NoSandbox before anything is made
+    if status.backend == "none":  # the first thing a run says, in every face
+        on_event(Event("unsandboxed", {"message": sandbox.UNSANDBOXED}))
     if replay is None:
         root = req.workspace_dir or workspace.new_root(req.runs_dir, req.source, req.target.name)
         ws = workspace.prepare(req.source, root, source_hints=req.source_hints)
@@ -178,10 +181,14 @@ def _debian_name(source: str) -> str | None:
     return source.removeprefix("debian:").split("=", 1)[0] if source.startswith("debian:") else None
 
 
-def resume(run_id: str, db: Path | None = None, *, on_event: EventSink = ignore,
+def resume(run_id: str, db: Path | None = None, *, resolved: Resolved, sandbox_backend: str,
+           prefix: Path | None = None, model: ModelConfig | None = None, on_event: EventSink = ignore,
            cancel: threading.Event | None = None) -> tuple[RunOutcome, RunContext]:
-    """Continue an interrupted run in its workspace, with the settings it was started with (its trace record):
-    finished calls are replayed from the trace, the rest run. Raises NotResumable when it cannot continue."""
+    """Continue an interrupted run in its workspace: finished calls are replayed from the trace, the rest run.
+    The stored run is data, not settings: every setting that decides what a build or a model may reach (sandbox,
+    prefix, base URL, dependency sources, passed-through variables, budgets) comes from RESOLVED and the command
+    line as for a new run; the record gives only the workspace, source, target and the model's name, each checked.
+    A stored value that differs from what is used now is said once (an event). Raises NotResumable."""
     path = db or default_path()
     conn = trace_store.connect(path)
     try:
@@ -192,18 +199,56 @@ def resume(run_id: str, db: Path | None = None, *, on_event: EventSink = ignore,
         raise NotResumable(f"no single run in {path} matches {run_id!r}: see crossbuild runs list")
     replay = Replay.of(rec)
     root = Path(rec.run["workspace"] or "")
-    if root.is_symlink() or not (root / ".xbuild").is_dir():
-        raise NotResumable(f"run {rec.run['id']}'s workspace {root} is gone: it cannot be continued")
+    if not root.is_absolute() or not _is_workspace(root):
+        raise NotResumable(f"run {rec.run['id']}'s workspace {root} is gone (or is no crossbuild workspace): it "
+                           "cannot be continued")
+    try:
+        target = parse_target(rec.run["target"] or "")
+    except ValueError as e:
+        raise NotResumable(f"run {rec.run['id']} names a target crossbuild does not know: {e}") from None
     cfg = json.loads(rec.run["config_json"] or "{}")
-    names = cfg.get("passthrough") or []  # the settings allowed these; their values are read again
-    req = BuildRequest(source=rec.run["source"], target=parse_target(rec.run["target"]),
-                       model=ModelConfig(**cfg.get("model", {})), budgets=Budgets(**cfg.get("budgets", {})), db=path,
-                       workspace_dir=root, jobs=cfg.get("jobs"), sandbox_backend=cfg.get("sandbox", "auto"),
-                       prefix=Path(cfg["prefix"]) if cfg.get("prefix") else None,
-                       dep_sources=cfg.get("dep_sources") or {}, keep_features=bool(cfg.get("keep_features")),
-                       keep_libc=bool(cfg.get("keep_libc")), libc_switch=cfg.get("libc_switch"),
-                       extra_args={k: tuple(v) for k, v in (cfg.get("extra_args") or {}).items()},
-                       passthrough={n: os.environ[n] for n in names if n in os.environ})
+    cfg = cfg if isinstance(cfg, dict) else {}
+    stored_model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
+    if model is None:
+        spec = str(stored_model.get("spec") or "planner")
+        if spec not in ("planner", "auto") and not spec.startswith(("openai:", "anthropic:")):
+            raise NotResumable(f"run {rec.run['id']} was made with model {spec[:80]!r}: pass --model to resume it")
+        kept = {k: stored_model[k] for k in ("strict", "parallel_tool_calls", "tool_choice", "temperature", "seed",
+                                             "engine") if k in stored_model}
+        try:
+            model = ModelConfig(spec=spec, base_url=resolved.settings.base_url, **kept)
+        except TypeError as e:
+            raise NotResumable(f"run {rec.run['id']}'s model settings cannot be read ({e}): pass --model") from None
+    req = request_for(resolved, rec.run["source"] or "", target, model=model, db=path, workspace_dir=root,
+                      sandbox_backend=sandbox_backend, prefix=prefix, source_hints=bool(cfg.get("source_hints", True)))
+    if isinstance(cfg.get("libc_switch"), dict):
+        req.libc_switch = {str(k): str(v) for k, v in cfg["libc_switch"].items()}
+    differs = _not_taken(cfg, req, stored_model)
     on_event(Event("resuming", {"run_id": rec.run["id"], "workspace": str(root), "turns": len(replay.turns),
-                                "calls": len(replay.results)}))
+                                "calls": len(replay.results), "not_taken": differs}))
     return build(req, on_event=on_event, cancel=cancel, run_id=rec.run["id"], replay=replay)
+
+
+def _is_workspace(root: Path) -> bool:
+    """A crossbuild workspace as crossbuild makes one: real folders (no links) with src/ and .xbuild/."""
+    try:
+        return all(p.is_dir() and not p.is_symlink() for p in (root, root / "src", root / ".xbuild")) \
+            and not any(part.is_symlink() for part in root.parents)
+    except OSError:
+        return False
+
+
+def _not_taken(stored: dict[str, Any], req: BuildRequest, stored_model: dict[str, Any]) -> list[str]:
+    """The stored run's security-relevant settings that the resumed run does not use, for a person to re-give."""
+    default_prefix = host.cache_root() / "prefix" / req.target.name  # what Toolchain.for_target takes
+    now = {"sandbox": sandbox.require(req.sandbox_backend).backend,
+           "prefix": str((req.prefix or default_prefix).resolve()), "dep_sources": req.dep_sources,
+           "passthrough": sorted(req.passthrough), "base_url": req.model.base_url}
+    before = {"sandbox": stored.get("sandbox"), "prefix": stored.get("prefix"),
+              "dep_sources": stored.get("dep_sources") or {}, "passthrough": stored.get("passthrough") or [],
+              "base_url": stored_model.get("base_url")}
+    said = []
+    for key, value in before.items():
+        if value and value != now[key]:
+            said.append(f"{key} was {json.dumps(value, default=str)[:200]}, now {json.dumps(now[key], default=str)}")
+    return said

@@ -15,7 +15,7 @@ from crossbuild.agent.loop import RunOutcome
 from crossbuild.agent.resume import NotResumable
 from crossbuild.cli.common import console, err, fail, load_settings, open_trace, print_report, target_from
 from crossbuild.cli.progress import MODES, renderer
-from crossbuild.env import workspace
+from crossbuild.env import sandbox, workspace
 from crossbuild.foundation.background import call_in_thread
 from crossbuild.models import ModelConfig, ModelConfigError
 from crossbuild.tools.context import RunContext
@@ -38,7 +38,8 @@ def build_command(
     workspace_dir: Path = typer.Option(None, "--workspace", "-w", help="Run folder (default ./crossbuild-runs/...)."),
     prefix: Path = typer.Option(None, "--prefix", help="Per-target dependency prefix (default: shared cache)."),
     db: Path = typer.Option(None, "--db", help="Trace database (default ~/.local/share/crossbuild/runs.db)."),
-    sandbox_backend: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap | none"),
+    sandbox_backend: str = typer.Option(None, "--sandbox", help="auto (default): bubblewrap, and no build without "
+                                        "it | bubblewrap | none: no isolation, by your choice."),
     strict: bool = typer.Option(False, "--strict", help="OpenAI strict tool schemas.", rich_help_panel="Model"),
     tool_choice: str = typer.Option("auto", "--tool-choice", help="auto | required | none | TOOL",
                                     rich_help_panel="Model"),
@@ -77,21 +78,30 @@ def build_command(
     if engine == "langgraph" and importlib.util.find_spec("langgraph") is None:
         fail("--engine langgraph needs the langgraph extra: pip install 'crossbuild[langgraph]'")
     mode = "json" if as_json else progress
-    if resume:
-        if source or target or workspace_dir:
-            fail("--resume continues a run as it was started: leave out SOURCE, --target and --workspace")
-        if db is not None and db.exists():
-            open_trace(db).close()
-        raise typer.Exit(0 if _build_one(functools.partial(session.resume, resume, db), mode) else 1)
-    if not source:
+    if resume and (source or target or workspace_dir):
+        fail("--resume continues a run in its own workspace: leave out SOURCE, --target and --workspace")
+    if not source and not resume:
         fail("missing SOURCE: a folder, tarball, git URL or debian:NAME (or --resume RUN_ID)")
     for name in target or []:
         target_from(name)  # an unknown --target gets the targets' own message before anything else
     resolved = load_settings(config, no_config, {
         "targets": target or None, "model": model, "base_url": base_url, "jobs": jobs,
         "keep_features": keep_features, "keep_libc": keep_libc, "budgets.max_steps": max_steps,
-        "dependencies": _dep_sources(dep_source) or None})
+        "dependencies": _dep_sources(dep_source) or None, "sandbox": sandbox_backend})
     s = resolved.settings
+    try:
+        sandbox.require(s.sandbox)  # no sandbox is never silent: refused here unless chosen by name
+    except sandbox.NoSandbox as e:
+        fail(str(e))
+    if resume:
+        if db is not None and db.exists():
+            open_trace(db).close()
+        chosen = ModelConfig(spec=s.model, base_url=s.base_url, strict=strict, tool_choice=tool_choice,
+                             parallel_tool_calls=parallel, temperature=temperature, seed=seed, engine=engine) \
+            if model else None  # else the run's own model, by name; never its stored URL
+        start = functools.partial(session.resume, resume, db, resolved=resolved, sandbox_backend=s.sandbox,
+                                  prefix=prefix.resolve() if prefix else None, model=chosen)
+        raise typer.Exit(0 if _build_one(start, mode) else 1)
     if not s.targets:
         fail("no target: pass --target (e.g. -t aarch64-linux-musl) or set targets in crossbuild.toml")
     if workspace_dir is not None and len(s.targets) > 1:
@@ -104,7 +114,7 @@ def build_command(
         t = target_from(name)
         req = session.request_for(
             resolved, source, t, db=db, workspace_dir=workspace_dir, prefix=prefix.resolve() if prefix else None,
-            keep=keep, sandbox_backend=sandbox_backend, source_hints=source_hints,
+            keep=keep, sandbox_backend=s.sandbox, source_hints=source_hints,
             model=ModelConfig(spec=s.model, base_url=s.base_url, strict=strict, tool_choice=tool_choice,
                               parallel_tool_calls=parallel, temperature=temperature, seed=seed, engine=engine))
         outcomes.append(_build_one(functools.partial(session.build, req), mode))
@@ -130,7 +140,7 @@ def _build_one(start: Callable[..., tuple[RunOutcome, RunContext]], mode: str) -
     except Exception as e:  # reported below, after the spinner stops
         error = e
     show.close()
-    if isinstance(error, workspace.SourceError | ModelConfigError | NotResumable):
+    if isinstance(error, workspace.SourceError | ModelConfigError | NotResumable | sandbox.NoSandbox):
         err.print(f"[red]error:[/] {error}")
         raise typer.Exit(2)
     if error is not None:

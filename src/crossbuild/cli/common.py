@@ -65,10 +65,13 @@ def load_settings(config: Path | None, no_config: bool, given: dict[str, Any]) -
     if config is not None and no_config:
         fail("--config and --no-config contradict each other: pass one")
     try:
-        return settings.load({k: v for k, v in given.items() if v is not None}, project=config,
-                             use_files=not no_config)
+        resolved = settings.load({k: v for k, v in given.items() if v is not None}, project=config,
+                                 use_files=not no_config)
     except settings.ConfigError as e:
         fail(escape(str(e)))
+    for line in resolved.ignored:  # a project file asked for more than it may: said, never applied
+        err.print(f"[yellow]warning:[/] ignored {escape(line)}", highlight=False)
+    return resolved
 
 
 def print_report(report: VerifyReport, as_json: bool) -> None:

@@ -26,7 +26,7 @@ def config_show(config: Path = typer.Option(None, "--config", help="Use this fil
     resolved = load_settings(config, no_config, {})
     values = settings.flat(resolved.settings)
     if as_json:
-        console.print_json(json.dumps({"files": [str(f) for f in resolved.files],
+        console.print_json(json.dumps({"files": [str(f) for f in resolved.files], "ignored": list(resolved.ignored),
                                        "settings": {k: {"value": v, "from": resolved.origin(k)}
                                                     for k, v in values.items()}}))
         return

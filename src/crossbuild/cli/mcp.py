@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from crossbuild.cli.common import err, target_from
+from crossbuild.cli.common import err, fail, load_settings, target_from
+from crossbuild.env import sandbox
 
 app = typer.Typer()
 
@@ -20,7 +21,8 @@ def mcp(
     transport: str = typer.Option("stdio", "--transport", help="stdio | http (streamable HTTP)."),
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8765, "--port"),
-    sandbox_backend: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap | none"),
+    sandbox_backend: str = typer.Option(None, "--sandbox", help="auto (default): bubblewrap, and the server does "
+                                        "not start without it | bubblewrap | none: no isolation, by your choice."),
     roots: list[Path] = typer.Option([], "--root", help="A folder clients may copy projects from and keep "
                                      "workspaces in (repeatable; default: the current folder)."),
     prefix_root: Path = typer.Option(None, "--prefix-root", help="Cross-built dependencies go to DIR/<target> "
@@ -44,7 +46,14 @@ def mcp(
     for r in roots:
         if not r.is_dir():
             raise typer.BadParameter(f"{r} is not a folder", param_hint="--root")
-    app_ = mcp_server.CrossbuildMCP(default=default, sandbox_backend=sandbox_backend, roots=roots or None,
+    backend = load_settings(None, False, {"sandbox": sandbox_backend}).settings.sandbox
+    try:
+        sandbox.require(backend)  # every tool call builds: without a sandbox the server does not start
+    except sandbox.NoSandbox as e:
+        fail(str(e))
+    if backend == "none":
+        err.print(f"[bold red]warning: {sandbox.UNSANDBOXED}[/]", highlight=False)
+    app_ = mcp_server.CrossbuildMCP(default=default, sandbox_backend=backend, roots=roots or None,
                                     prefix_root=prefix_root)
     if transport == "stdio":
         mcp_server.serve_stdio(app_)

@@ -43,18 +43,24 @@ class LiveProgress:
     def __call__(self, e: Event) -> None:
         d = e.data
         t = f"[dim]{time.monotonic() - self.start:6.1f}s[/]"
-        if e.kind == "workspace_prepared" and d["left_out"]:
+        if e.kind == "unsandboxed":
+            console.print(f"[bold red]warning: {escape(d['message'])}[/]", highlight=False)
+        elif e.kind == "workspace_prepared" and d["left_out"]:
             shown = ", ".join(d["left_out"][:8]) + (f" and {len(d['left_out']) - 8} more" if len(d["left_out"]) > 8
                                                     else "")
             console.print(f"[yellow]not copied into the workspace:[/] {escape(shown)}", highlight=False)
         elif e.kind == "resuming":
             console.print(f"resuming run [bold]{d['run_id']}[/] in {escape(d['workspace'])}: replaying {d['turns']} "
                           f"model turns and {d['calls']} finished tool calls from the trace", highlight=False)
+            for line in d.get("not_taken") or []:  # the stored run's settings are data; these come from now
+                console.print(f"[yellow]not taken from the stored run:[/] {escape(line)} (give it again on the "
+                              "command line to use it)", highlight=False)
         elif e.kind == "replay_done":
             how = f"it diverged: {d['diverged']}" if d["diverged"] else "continuing live"
             console.print(f"{t}     replayed {d['turns']} turns and {d['calls']} tool calls; {escape(how)}")
         elif e.kind == "run_started":
-            console.print(f"run [bold]{d['run_id']}[/] · model {d['model']} · target {d['target']} · {d['workspace']}")
+            console.print(f"run [bold]{d['run_id']}[/] · model {d['model']} · target {d['target']} · {d['workspace']}"
+                          + (" · [bold red]no sandbox[/]" if d.get("sandbox") == "none" else ""))
         elif e.kind == "tool_call":
             args = d["arguments"]
             try:
@@ -130,7 +136,9 @@ class GitHubActions:
     def __call__(self, e: Event) -> None:
         self.inner(e)
         d = e.data
-        if e.kind == "workspace_prepared" and self.root is None:
+        if e.kind == "unsandboxed":
+            print(f"::warning title=crossbuild without a sandbox::{_escape(d['message'])}", flush=True)
+        elif e.kind == "workspace_prepared" and self.root is None:
             self.root = d["root"]
         elif e.kind == "kb_attached":
             self.knowledge = f"{d['entry']}: {d['title']}"

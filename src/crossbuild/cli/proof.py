@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from crossbuild.cli.common import console, err, print_report, target_from
+from crossbuild.cli.common import console, err, fail, print_report, target_from
 from crossbuild.env import recipes, sandbox, workspace
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.proof.verify import verify as run_verify
@@ -21,13 +21,16 @@ def verify(
     no_run: bool = typer.Option(False, "--no-run", help="Scan only; do not run test programs under qemu."),
     allow_host: list[str] = typer.Option([], "--allow-host", help="Glob of files allowed to be for another "
                                          "machine (build-time helper programs)."),
+    sandbox_backend: str = typer.Option("auto", "--sandbox", help="Where test programs run: auto (bubblewrap, "
+                                        "refusing to run them without it) | bubblewrap | none (by your choice)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Judge a build: every binary must be for TARGET; test programs must pass under qemu."""
     t = target_from(target)
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
-    report = run_verify(directory.resolve(), t, run_tests=not no_run, allow_host=allow_host)
+    box = None if no_run else _sandbox(lambda: sandbox.for_tree(directory.resolve(), sandbox_backend))
+    report = run_verify(directory.resolve(), t, run_tests=not no_run, allow_host=allow_host, box=box)
     print_report(report, as_json)
     raise typer.Exit(0 if report.ok else 1)
 
@@ -44,6 +47,7 @@ def quick(
 ) -> None:
     """Cross-build SOURCE with the standard recipe of its build system (no agent), then verify it."""
     t = target_from(target)
+    _sandbox(lambda: sandbox.require(sandbox_backend))  # before anything is made
     root = workspace_dir or workspace.new_root(Path("crossbuild-runs"), source, t.name)
     try:
         ws = workspace.prepare(source, root)
@@ -55,7 +59,7 @@ def quick(
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None
     if box.backend == "none":
-        err.print(f"[yellow]warning:[/] builds run without isolation: {sandbox.probe().reason}")
+        console.print(f"[bold red]warning: {sandbox.UNSANDBOXED}[/]", highlight=False)
     console.print(f"[bold]{chosen}[/] build of {source} for [bold]{t.name}[/] in {ws.root} (sandbox: {box.backend})")
     env_vars = tc.env.as_dict()
     failed = box.run_steps([(step.argv, ws.root / step.cwd, env_vars) for step in steps], log_dir=tc.logs,
@@ -70,3 +74,11 @@ def quick(
                         rebuild_steps=steps if rebuild else None)
     print_report(report, as_json)
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _sandbox(make):
+    """MAKE(), or the one-line refusal when no sandbox can be made and the user did not choose none."""
+    try:
+        return make()
+    except sandbox.NoSandbox as e:
+        fail(str(e))

@@ -51,6 +51,10 @@ def runs_show(run_id: str = typer.Argument(..., help="A run id (or a unique pref
                   f"{run['steps']} steps, {run['tool_calls']} tool calls, {run['wall_s'] or 0:.1f}s, "
                   f"{(run['input_tokens'] or 0) + (run['output_tokens'] or 0)} tokens"
                   + (f"; resumed {run['resumptions']}×" if run["resumptions"] else ""))
+    if run["sandbox"] == "none":
+        console.print("[bold red]no sandbox[/]: this run's builds ran on the host, unisolated (--sandbox none)")
+    elif run["sandbox"]:
+        console.print(f"sandbox: {run['sandbox']}")
     for e in events:
         if e["kind"] == "model":
             calls = json.loads(e["tool_calls_json"] or "[]")

@@ -6,8 +6,10 @@ import ipaddress
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from crossbuild.cli.common import err, fail, load_settings
+from crossbuild.env import sandbox
 
 app = typer.Typer()
 
@@ -29,7 +31,8 @@ def serve(
                                     "bound beyond loopback a token is always demanded (default: a new one, shown "
                                     "once)."),
     max_builds: int = typer.Option(4, "--max-builds", min=1, help="Builds the page may run at once."),
-    sandbox_backend: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap | none"),
+    sandbox_backend: str = typer.Option(None, "--sandbox", help="auto (default): bubblewrap, and the page starts no "
+                                        "build without it | bubblewrap | none: no isolation, by your choice."),
     config: Path = typer.Option(None, "--config", help="Settings file for the page's builds (default: the nearest "
                                 "crossbuild.toml)."),
     no_config: bool = typer.Option(False, "--no-config", help="Read no settings file."),
@@ -49,7 +52,7 @@ def serve(
     for r in [*roots, *reports]:
         if not r.is_dir():
             fail(f"{r} is not a folder")
-    resolved = load_settings(config, no_config, {})
+    resolved = load_settings(config, no_config, {"sandbox": sandbox_backend})
     path = db or trace_store.default_path()
     try:
         trace_store.connect(path).close()  # created and migrated once; requests only read it
@@ -63,12 +66,16 @@ def serve(
         except (OSError, ValueError) as e:
             fail(str(e))
     builds = Builds(settings=resolved, roots=HostRoots(roots or [Path.cwd()]), runs_dir=runs_dir, db=path,
-                    sandbox_backend=sandbox_backend, max_running=max_builds)
+                    sandbox_backend=resolved.settings.sandbox, max_running=max_builds)
     hosts = frozenset({f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]", host.lower())})
     web = create_app(ServeConfig(db=path, builds=builds, token=token, hosts=hosts,
                                  reports=[r.resolve() for r in reports]))
     shown = f"[{host}]" if ":" in host else host
     err.print(f"crossbuild on http://{shown}:{port}/ (builds from: {builds.roots}; trace: {path})")
+    if builds.no_sandbox:
+        err.print(f"[yellow]warning:[/] the page will start no build: {escape(builds.no_sandbox)}", highlight=False)
+    elif resolved.settings.sandbox == "none":
+        err.print(f"[bold red]warning: {sandbox.UNSANDBOXED}[/]", highlight=False)
     if token is not None:
         err.print(f"open http://{shown}:{port}/login?token={token} once to sign in"
                   + (" (the token is shown only now)" if origin == "generated" else f" (token {origin})"))

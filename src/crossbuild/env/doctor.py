@@ -74,8 +74,10 @@ def run_checks() -> list[Check]:
                             str(root) if root else f"dynamic musl test programs cannot run under qemu; fix: "
                                                    f"crossbuild musl-loader {name}", required=False))
     status = sandbox.probe(refresh=True)
-    checks.append(Check("sandbox", "ok" if status.backend == "bubblewrap" else "warn",
-                        f"{status.backend}: {status.reason}", required=False))
+    # required: without it builds are refused unless the user passes --sandbox none
+    checks.append(Check("sandbox", "ok" if status.backend == "bubblewrap" else "missing",
+                        f"{status.backend}: {status.reason}" if status.backend == "bubblewrap" else
+                        f"none: {status.reason}; builds are refused without one unless you pass --sandbox none"))
     checks.append(Check("sandbox limits", "ok" if status.cgroup else "warn",
                         f"cgroups: {status.cgroup}" if status.cgroup else
                         "no writable cgroup: memory and process limits are per process (rlimits) only",

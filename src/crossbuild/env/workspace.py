@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from crossbuild.env import quilt
+from crossbuild.env import quilt, sources
 from crossbuild.foundation import host, safefs
 
 # Files a build never needs and a model must never read: they are not copied into workspaces, and the tools refuse
@@ -87,12 +87,6 @@ def new_root(runs_dir: Path, source: str, target_name: str) -> Path:
     return root
 
 
-def is_remote(source: str) -> bool:
-    """debian:NAME and git URLs: sources that name no host path."""
-    return source.startswith("debian:") or bool(re.match(r"^(https?|git|ssh)://|^git@", source)) \
-        or (source.endswith(".git") and not Path(source).expanduser().exists())
-
-
 def prepare(source: str, root: str | Path, *, source_hints: bool = True) -> Workspace:
     """Make `root/src` from SOURCE. Raises SourceError with an actionable message. Credential files (keys,
     tokens, .env) and special files are not copied; the returned Workspace lists them in `left_out`. Without
@@ -122,25 +116,42 @@ def prepare(source: str, root: str | Path, *, source_hints: bool = True) -> Work
 
 
 def _fill(source: str, ws: Workspace) -> list[str]:
-    if source.startswith("debian:"):
-        _from_debian(source.removeprefix("debian:"), ws)
-    elif is_remote(source):
-        _from_git(source, ws)
+    try:
+        spec = sources.parse(source)
+    except sources.UnusableSource as e:
+        raise SourceError(str(e)) from None
+    if spec.kind == "debian":
+        _from_debian(spec.value, ws)
+    elif spec.kind == "network" or spec.git:
+        try:
+            sources.clone(spec, ws.src)
+        except sources.UnusableSource as e:
+            raise SourceError(str(e)) from None
     else:
-        path = Path(source).expanduser().resolve()  # the user's own path; below it, nothing is followed
+        path = Path(spec.value)  # the user's own path (or one checked against the roots); below it, nothing is followed
         if not path.exists():
-            raise SourceError(f"source {source!r} does not exist (give a folder, a tarball, a git URL or "
-                              "debian:NAME[=VERSION])")
+            raise SourceError(f"source {source!r} does not exist (give {sources.FORMS})")
         if path.is_dir():
+            inside = _workspace_inside(path, ws.root)
             copied = safefs.copy_tree(path, ".", ws.root, "src", links="keep",
-                                      skip=lambda rel: rel == ".xbuild" or is_credential(rel))
+                                      skip=lambda rel: rel in (".xbuild", inside) or is_credential(rel))
             return [f"{rel} ({'credential file' if why == 'left out' else why})" for rel, why in copied.skipped
-                    if rel != ".xbuild"]
+                    if rel not in (".xbuild", inside)]
         if tarfile.is_tarfile(path):
             _from_tarball(path, ws)
         else:
             raise SourceError(f"{source} is neither a folder nor a tarball")
     return []
+
+
+def _workspace_inside(source: Path, root: Path) -> str | None:
+    """The top folder of SOURCE that holds the workspace ROOT, when it does (`crossbuild build .` keeps its runs in
+    ./crossbuild-runs/): left out of the copy, which would otherwise copy itself without end."""
+    try:
+        rel = root.resolve().relative_to(source)
+    except ValueError:
+        return None
+    return rel.parts[0] if rel.parts else None
 
 
 def _drop_credentials(src: Path) -> list[str]:
@@ -173,20 +184,6 @@ def _adopt_single_dir(unpack: Path, dest: Path) -> None:
     top.rename(dest)
     if unpack.exists():
         shutil.rmtree(unpack)
-
-
-def _from_git(url: str, ws: Workspace) -> None:
-    try:
-        r = subprocess.run(["git", "clone", "--depth", "1", "--recurse-submodules", url, str(ws.src)],
-                           capture_output=True, text=True, timeout=600)
-    except FileNotFoundError as e:
-        raise SourceError("git is not installed: `apt-get install git`") from e
-    except subprocess.TimeoutExpired as e:
-        raise SourceError(f"git clone of {url} timed out after 600 s (is the network reachable?)") from e
-    if r.returncode != 0:
-        detail = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SourceError(f"git clone of {url} failed: {detail}. Without network access, download the source "
-                          "elsewhere and pass the folder or tarball.")
 
 
 # -- Debian source packages, with a private apt configuration ------------------------------------------------

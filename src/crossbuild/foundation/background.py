@@ -19,24 +19,28 @@ def call_in_thread(fn: Callable[[], T], *, name: str, until: Callable[[], bool] 
     """FN's result, or its exception re-raised here. With ON_INTERRUPT, a Ctrl-C calls it (e.g. to set a cancel
     flag the call watches) and keeps waiting for the call to wind down; without, the KeyboardInterrupt propagates."""
     box: dict[str, object] = {}
+    done = threading.Event()  # set by the worker itself: a Ctrl-C inside Thread.join() can leave is_alive() False
+    # while the call still runs (CPython's join is not interrupt-safe), and the result was then read before it existed
 
     def work() -> None:
         try:
             box["result"] = fn()
         except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread
             box["error"] = e
+        finally:
+            done.set()
 
     worker = threading.Thread(target=work, daemon=True, name=name)
     worker.start()
-    while worker.is_alive():
+    while not done.is_set():
         try:
-            worker.join(poll_s)
+            done.wait(poll_s)
         except KeyboardInterrupt:
             if on_interrupt is None:
                 raise
-            on_interrupt()
-            worker.join()
-        if until is not None and worker.is_alive() and until():
+            on_interrupt()  # and keep waiting: a second Ctrl-C says it again, the call winds down on its own
+            continue
+        if until is not None and not done.is_set() and until():
             raise Abandoned
     if "error" in box:
         raise box["error"]  # type: ignore[misc]

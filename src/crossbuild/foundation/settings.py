@@ -3,9 +3,11 @@ file (crossbuild.toml) > the user file (~/.config/crossbuild/config.toml).
 
 pydantic-settings reads the environment and validates the merged result (the files are TOML, read here so that their
 relative paths resolve against their own folder); each value remembers the layer it came from, for
-`crossbuild config show`. The project file is the nearest `crossbuild.toml` in the
-current folder or its parents (as cargo finds its config), or the one `--config` names. A file inside a project being
-built is never read: a downloaded project could otherwise vouch for host paths or pass the user's variables in.
+`crossbuild config show`. The project file is the nearest `crossbuild.toml` in the current folder or its parents (as
+cargo finds its config), or the one `--config` names. Any such file may have come with a download (a project, an
+unpacked bundle, a folder above), so it may set only what cannot widen access (PROJECT_KEYS; budgets only lowered):
+a model, base URL, passed-through variable, dependency source or sandbox mode comes from the command line, the
+environment or the user's own file. A key a project file may not set is ignored and named in a warning.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict, SettingsError
@@ -25,6 +27,10 @@ from crossbuild.foundation.targets import UnknownTargetError, parse_target
 PROJECT_FILE = "crossbuild.toml"
 ENV_PREFIX = "CROSSBUILD_"
 DEFAULT = "default"
+SANDBOX_MODES = ("auto", "bubblewrap", "none")
+# What a project file may set: keys that change what is built, never what a build or a model may reach. Everything
+# else (model, base_url, env_passthrough, dependencies, sandbox, provider tables) widens access and is the user's.
+PROJECT_KEYS = frozenset({"targets", "jobs", "keep_features", "keep_libc", "target", "budgets"})
 
 # Variables a build must never receive from the user's environment: credentials, and the ones that make the loader
 # or an interpreter run other code.
@@ -83,6 +89,8 @@ class Settings(BaseModel):
     jobs: PositiveInt | None = None
     keep_features: bool = False
     keep_libc: bool = False
+    sandbox: Literal["auto", "bubblewrap", "none"] = Field(
+        default="auto", description="auto: bubblewrap, refusing to build without it; none: no isolation, by choice")
     env_passthrough: Annotated[list[str], NoDecode] = Field(
         default=[], description="names of the user's variables a build may see (never credentials)")
     budgets: BudgetSettings = BudgetSettings()
@@ -130,6 +138,7 @@ class Resolved:
     settings: Settings
     origins: dict[str, str] = field(default_factory=dict)
     files: tuple[Path, ...] = ()
+    ignored: tuple[str, ...] = ()  # "FILE: KEY ..." for each key a project file set that it may not
 
     def origin(self, key: str) -> str:
         return self.origins.get(key, DEFAULT)
@@ -165,6 +174,7 @@ def load(cli: dict[str, Any] | None = None, *, project: Path | None = None, use_
     evaluation's cells, which must not depend on who runs them). Raises ConfigError."""
     layers: list[tuple[str, dict[str, Any]]] = []
     files: list[Path] = []
+    ignored: list[str] = []
     if use_files:
         user = user_file()
         if user.is_file():
@@ -173,9 +183,11 @@ def load(cli: dict[str, Any] | None = None, *, project: Path | None = None, use_
         if project is not None and not project.is_file():
             raise ConfigError(f"{project}: no such config file")
         found = project or find_project_file()
-        if found is not None:
-            layers.append((str(found), _read_file(found, project_file=True)))
+        if found is not None and found.resolve() != user.resolve():
+            data, dropped = _project_safe(_read_file(found, project_file=True), _budgets_below(layers))
+            layers.append((str(found), data))
             files.append(found)
+            ignored += [f"{found}: {what}" for what in dropped]
     layers.append(("environment", _read_environment()))
     layers.append(("command line", _nest(cli or {})))
     merged: dict[str, Any] = {}
@@ -188,7 +200,32 @@ def load(cli: dict[str, Any] | None = None, *, project: Path | None = None, use_
         settings = Settings.model_validate(merged)
     except ValidationError as e:
         raise ConfigError(_one_line(e, origins)) from None
-    return Resolved(settings, origins, tuple(files))
+    return Resolved(settings, origins, tuple(files), tuple(ignored))
+
+
+def _budgets_below(layers: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The budgets the user file and the defaults give, which a project file may lower but not raise."""
+    merged = BudgetSettings().model_dump()
+    return merged | next((d["budgets"] for _, d in layers if isinstance(d.get("budgets"), dict)), {})
+
+
+def _project_safe(data: dict[str, Any], budgets: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """DATA without the keys a project file may not set, and a line for each one left out."""
+    widening = set(Settings.model_fields) - PROJECT_KEYS  # unknown keys stay, to be named as typos
+    kept = {k: v for k, v in data.items() if k not in widening}
+    dropped = [f"{k} (only the command line, CROSSBUILD_* variables or {user_file()} may set it)"
+               for k in data if k in widening]
+    if isinstance(kept.get("budgets"), dict):
+        lowered = {}
+        for key, value in kept["budgets"].items():
+            limit = budgets.get(key)
+            if isinstance(value, int | float) and isinstance(limit, int | float) and value > limit:
+                dropped.append(f"budgets.{key} = {value} (a project file may lower a budget, not raise it "
+                               f"above {limit})")
+            else:
+                lowered[key] = value
+        kept["budgets"] = lowered
+    return kept, dropped
 
 
 def _read_file(path: Path, *, project_file: bool) -> dict[str, Any]:
@@ -203,7 +240,8 @@ def _read_file(path: Path, *, project_file: bool) -> dict[str, Any]:
             raise ConfigError(f"{path}: [{provider}] api_key does not belong in a project file (it would be committed "
                               f"with the project); put it in {user_file()} or the environment")
     deps = data.get("dependencies")
-    if isinstance(deps, dict):  # paths are relative to the file that names them, and must exist now
+    # paths are relative to the file that names them, and must exist now (a project file's are ignored)
+    if isinstance(deps, dict) and not project_file:
         resolved = {}
         for name, where in deps.items():
             if not isinstance(where, str):
@@ -228,6 +266,7 @@ class _FromEnvironment(BaseSettings):
     jobs: str | None = None
     keep_features: str | None = None
     keep_libc: str | None = None
+    sandbox: str | None = None
     env_passthrough: str | None = None
     budgets: dict[str, str] | None = None
 

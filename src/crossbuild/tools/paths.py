@@ -7,6 +7,7 @@ import errno
 import os
 from pathlib import Path
 
+from crossbuild.env import sources
 from crossbuild.env.workspace import is_credential
 from crossbuild.tools.base import BadArguments, NotFound, PermissionDenied
 from crossbuild.tools.context import RunContext
@@ -40,6 +41,18 @@ class HostRoots:
 
     def contain(self, real: Path) -> bool:
         return any(is_within(real, r) for r in self.roots)
+
+    def source(self, raw: str) -> str:
+        """The source a client named, as it is to be prepared: `debian:` and network git URLs as written; every
+        other form (a folder, a tarball, a local git repository, a `file://` URL, a path ending in .git) as its
+        real path, which must lie inside a root. Raises OutsideRoots, or ValueError for a form not taken."""
+        spec = sources.parse(raw)
+        if not spec.names_host_path:
+            return raw
+        real = self.resolve("source", spec.value)
+        if not real.exists():
+            raise ValueError(f"source {raw[:200]!r} does not exist (give {sources.FORMS})")
+        return str(real)
 
     def resolve(self, what: str, raw: str) -> Path:
         """The real path RAW names; raises OutsideRoots, or ValueError for a path that cannot be used."""

@@ -60,7 +60,17 @@ def find_run(db: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
                       (run_id, run_id + "%")).fetchall()
     if len(rows) != 1:
         return None
-    return _with_live_status(dict(zip(rows[0].keys(), tuple(rows[0]), strict=True)))  # the later of two names wins
+    run = _with_live_status(dict(zip(rows[0].keys(), tuple(rows[0]), strict=True)))  # the later of two names wins
+    return run | {"sandbox": sandbox_of(run)}
+
+
+def sandbox_of(run: dict[str, Any]) -> str | None:
+    """The sandbox a run's builds had ("bubblewrap" | "none"), from its recorded configuration."""
+    try:
+        config = json.loads(run.get("config_json") or "{}")
+    except json.JSONDecodeError:
+        return None
+    return config.get("sandbox") if isinstance(config, dict) else None
 
 
 def _with_live_status(run: dict[str, Any]) -> dict[str, Any]:

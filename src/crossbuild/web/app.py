@@ -151,7 +151,7 @@ class Pages:
             return self._page("missing.html", 404, what=f"run {run_id}")
         if run is None:  # started here, still preparing its workspace
             run = {"id": run_id, "source": build.source, "target": build.target, "model": build.model,
-                   "status": "preparing", "workspace": None}
+                   "status": "preparing", "workspace": None, "sandbox": self.config.builds.sandbox_backend}
         return self._page("run.html", run=run, cancellable=build is not None and build.running)
 
     async def events(self, request: Request) -> EventSourceResponse:

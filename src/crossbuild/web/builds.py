@@ -11,7 +11,7 @@ from pathlib import Path
 
 from crossbuild.agent import session
 from crossbuild.agent.loop import RunOutcome
-from crossbuild.env import workspace
+from crossbuild.env import sandbox, workspace
 from crossbuild.foundation.settings import Resolved
 from crossbuild.foundation.targets import UnknownTargetError, parse_target
 from crossbuild.models import ModelConfig, ModelConfigError, make_model
@@ -51,6 +51,11 @@ class Builds:
         self.runs_dir = runs_dir.resolve()
         self.db = db
         self.sandbox_backend = sandbox_backend
+        try:
+            sandbox.require(sandbox_backend)
+            self.no_sandbox: str | None = None
+        except sandbox.NoSandbox as e:  # the page still shows runs; it starts no build
+            self.no_sandbox = str(e)
         self.max_running = max_running
         self._builds: dict[str, WebBuild] = {}
         self._lock = threading.Lock()
@@ -62,16 +67,16 @@ class Builds:
     def start(self, source: str, target: str, model: str | None = None) -> WebBuild:
         """Check what the page sent, then start the build in its own thread. Raises Refused."""
         source, model = (source or "").strip(), (model or "").strip() or self.settings.settings.model
+        if self.no_sandbox:
+            raise Refused(self.no_sandbox)
         if not source:
             raise Refused("give a source: a folder under the server's roots, a tarball, a git URL or debian:NAME")
-        if not workspace.is_remote(source):
-            try:
-                real = self.roots.resolve("source", source)
-            except (OutsideRoots, ValueError) as e:
-                raise Refused(f"{e}; the user can add folders with `crossbuild serve --root DIR`") from None
-            if not real.exists():
-                raise Refused(f"source {source!r} does not exist")
-            source = str(real)
+        try:
+            source = self.roots.source(source)
+        except OutsideRoots as e:
+            raise Refused(f"{e}; the user can add folders with `crossbuild serve --root DIR`") from None
+        except ValueError as e:
+            raise Refused(str(e)) from None
         try:
             t = parse_target(target or "")
         except UnknownTargetError as e:
