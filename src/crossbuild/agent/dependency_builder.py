@@ -89,12 +89,16 @@ class DependencyBuilder:
                     cached = True
         else:
             cached = True
-        files = 0 if deps.installed(prefix, entry) else deps.install(entry, prefix)
+        done = deps.Installed() if deps.installed(prefix, entry) else deps.install_report(entry, prefix)
+        files = done.copied
         consumer = _consumer(pkg, prefix)
         seconds = time.monotonic() - start
         how = "reused from the cache" if cached else f"built in {entry.build_s:.0f}s"
+        rejected = [*entry.rejected, *done.rejected]
+        left_out = (f"; left out, as its build or the prefix made them unsafe: {'; '.join(rejected[:5])}"
+                    + (f" and {len(rejected) - 5} more" if len(rejected) > 5 else "")) if rejected else ""
         return DependencyOutcome(True, name, pkg.source, f"{pkg.source} for {target} is in the prefix {prefix} "
-                                 f"({how}; {files} files copied in {seconds:.2f}s)", cached=cached,
+                                 f"({how}; {files} files copied in {seconds:.2f}s{left_out})", cached=cached,
                                  seconds=seconds, files=files, consumer=consumer)
 
     def _build(self, ctx: RunContext, pkg: deps.Package, version: str | None, start: float, key: str):
@@ -127,7 +131,8 @@ class DependencyBuilder:
                                      f"(run {outcome.run_id}, workspace {ws.root})")
         try:
             entry = deps.store(ctx.target.name, pkg.source, version, stage, prefix=ctx.prefix,
-                               build_s=time.monotonic() - start, run_id=outcome.run_id, key=key)
+                               build_s=time.monotonic() - start, run_id=outcome.run_id, key=key,
+                               anchor=tmp)  # made by crossbuild: the build can replace `stage`, not tmp
         except safefs.UnsafePath as e:  # its build made a folder on the staged path a link: nothing is taken
             return DependencyOutcome(False, pkg.source, pkg.source,
                                      f"the staged install of {source} is not a plain folder tree ({e.filename} is "

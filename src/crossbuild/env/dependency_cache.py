@@ -4,6 +4,8 @@ built dependencies keyed by (target, package, version, zig, options), and instal
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -178,11 +180,23 @@ def lookup(target: str, source: str, version: str | None, options: dict | None =
     return CachedDependency(**json.loads(manifest.read_text()))
 
 
+# crossbuild's own files in a prefix: a dependency's install never brings them (a link planted there would be opened
+# for the lock, or written through for the record)
+_BOOKKEEPING = (".crossbuild-deps", ".crossbuild-prefix.lock")
+
+
+def _ours(rel: str) -> bool:
+    return rel.split("/", 1)[0] in _BOOKKEEPING
+
+
 def store(target: str, source: str, version: str | None, stage: Path, *, prefix: Path, build_s: float,
-          run_id: str | None, options: dict | None = None, key: str | None = None) -> CachedDependency:
+          run_id: str | None, options: dict | None = None, key: str | None = None,
+          anchor: Path | None = None) -> CachedDependency:
     """Copy a staged install (STAGE/<prefix>: DESTDIR, written by a build) into the cache and rename it in atomically.
-    The copy is checked: folders, regular files and links that stay inside the tree only; whatever else the
-    build left there (links out, FIFOs, devices) is not copied and is listed in `rejected`."""
+    The copy is checked: folders, regular files and links that stay inside the tree, resolved through the links it
+    holds, only; whatever else the build left there (links out, chains of links that lead out, FIFOs, devices,
+    crossbuild's own bookkeeping files) is not copied and is listed in `rejected`. ANCHOR: a folder above STAGE that
+    the build cannot replace (no link is followed below it); default STAGE itself."""
     key = key or cache_key(target, source, version, options)
     entry = CachedDependency(target=target, source=source, version=version, key=key, prefix=str(prefix), files=[],
                              built_at=time.time(), build_s=build_s, run_id=run_id)
@@ -190,7 +204,9 @@ def store(target: str, source: str, version: str | None, stage: Path, *, prefix:
     tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
     safefs.remove_tree(tmp.parent, tmp.name)
     tmp.mkdir(parents=True)
-    copied = safefs.copy_tree(stage, str(prefix).lstrip("/"), tmp, "tree", links="internal")
+    anchor = anchor or stage
+    staged = Path(stage).relative_to(anchor) / str(prefix).lstrip("/")
+    copied = safefs.copy_tree(anchor, staged, tmp, "tree", links="internal", skip=_ours)
     entry.rejected = [f"{rel} ({why})" for rel, why in copied.skipped]
     entry.files = sorted(e.rel for e in safefs.walk_files(tmp / "tree"))
     (tmp / "manifest.json").write_text(json.dumps(asdict(entry), indent=1))
@@ -201,36 +217,69 @@ def store(target: str, source: str, version: str | None, stage: Path, *, prefix:
     return entry
 
 
+@dataclass
+class Installed:
+    """What one install put into the prefix, and what it did not (with why)."""
+
+    files: int = 0
+    links: int = 0
+    rejected: list[str] = field(default_factory=list)
+
+    @property
+    def copied(self) -> int:
+        return self.files + self.links
+
+
 def install(entry: CachedDependency, prefix: Path) -> int:
     """Copy a cached dependency into PREFIX under the prefix's lock; returns the number of files copied."""
+    return install_report(entry, prefix).copied
+
+
+def install_report(entry: CachedDependency, prefix: Path) -> Installed:
+    """Copy a cached dependency into PREFIX under the prefix's lock, through safefs: no write passes through a link
+    the prefix holds (an entry whose folder is one is not installed), every file is replaced by a rename, and any
+    link of the prefix that now leads out of it, through the links it holds, is removed. Both are `rejected`."""
     prefix = Path(prefix)
     prefix.mkdir(parents=True, exist_ok=True)
-    tree = entry.dir / "tree"
-    with host.exclusive(prefix / ".crossbuild-prefix.lock"):
-        copied = 0
-        for rel in entry.files:
-            src, dst = tree / rel, prefix / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if dst.is_symlink() or dst.exists():
-                dst.unlink()
-            if src.is_symlink():
-                os.symlink(os.readlink(src), dst)
-            else:
-                shutil.copy2(src, dst)
-            copied += 1
-        record = prefix / ".crossbuild-deps" / f"{_safe(entry.source)}.json"
-        record.parent.mkdir(exist_ok=True)
-        record.write_text(json.dumps({"key": entry.key, "files": entry.files, "version": entry.version}))
-    return copied
+    with safefs.open_dir(prefix) as pfd, _prefix_lock(pfd):
+        report = safefs.install_tree(entry.dir, "tree", prefix, files=entry.files, skip=_ours)
+        done = Installed(report.files, report.links, [f"{rel} ({why})" for rel, why in report.skipped])
+        placed = [f for f in entry.files if f not in {rel for rel, _ in report.skipped}]
+        record = {"key": entry.key, "files": placed, "version": entry.version, "rejected": done.rejected}
+        safefs.write_atomic(prefix, f".crossbuild-deps/{_safe(entry.source)}.json", json.dumps(record).encode())
+    return done
+
+
+@contextmanager
+def _prefix_lock(prefix_fd: int) -> Iterator[None]:
+    """The prefix's lock file, opened below its descriptor without following a link (one an older install let a
+    dependency plant is replaced)."""
+    name = ".crossbuild-prefix.lock"
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, 0o644, dir_fd=prefix_fd)
+    except OSError as e:
+        if e.errno != errno.ELOOP:
+            raise
+        os.unlink(name, dir_fd=prefix_fd)
+        fd = os.open(name, flags, 0o644, dir_fd=prefix_fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def installed(prefix: Path, entry: CachedDependency) -> bool:
-    record = Path(prefix) / ".crossbuild-deps" / f"{_safe(entry.source)}.json"
-    if not record.is_file():
+    """Whether PREFIX holds ENTRY as its last install left it (read without following links)."""
+    text = safefs.read_text_or_none(prefix, f".crossbuild-deps/{_safe(entry.source)}.json", max_bytes=64 << 20)
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
         return False
-    data = json.loads(record.read_text())
-    return data.get("key") == entry.key and all((Path(prefix) / f).exists() or (Path(prefix) / f).is_symlink()
-                                               for f in entry.files)
+    if not isinstance(data, dict) or data.get("key") != entry.key or not isinstance(data.get("files"), list):
+        return False
+    return all(isinstance(f, str) and safefs.lexists(prefix, f) for f in data["files"])
 
 
 @contextmanager

@@ -252,11 +252,17 @@ def copy_tree(src_anchor: str | Path, src_rel: str | Path, dst_anchor: str | Pat
               skip=lambda rel: False) -> CopyReport:
     """Copy the tree SRC_ANCHOR/SRC_REL (which a build may have written) to DST_ANCHOR/DST_REL, which must not exist
     yet. Only folders, regular files and links are copied; links are copied as links ("keep"), only when they stay
-    inside the tree ("internal"), or not at all ("drop"); FIFOs, devices and sockets are skipped and reported. No
-    link is followed on either side, nor in any folder between an anchor and its tree. SKIP(rel) leaves out what it
-    is true for."""
+    inside the tree ("internal": resolved through the links the copy holds, see `resolve_link`), or not at all
+    ("drop"); FIFOs, devices and sockets are skipped and reported. No link is followed on either side, nor in any
+    folder between an anchor and its tree. SKIP(rel) leaves out what it is true for."""
     with open_dir(src_anchor, src_rel) as src_fd:
-        return _copy_tree_fd(src_fd, dst_anchor, dst_rel, links, max_file_bytes, max_total_bytes, skip)
+        report = _copy_tree_fd(src_fd, dst_anchor, dst_rel, links, max_file_bytes, max_total_bytes, skip)
+    if links == "internal":  # judged in the copy, which only crossbuild writes, once all of it is there
+        with open_dir(dst_anchor, dst_rel) as dst_fd:
+            dropped = drop_escaping_links(dst_fd)
+        report.links -= len(dropped)
+        report.skipped += dropped
+    return report
 
 
 def _copy_tree_fd(src_fd: int, dst_anchor: str | Path, dst_rel: str | Path, links: str, max_file_bytes: int,
@@ -357,3 +363,194 @@ def link_stays_inside(rel: str, target: str) -> bool:
         return False
     joined = os.path.normpath(os.path.join(os.path.dirname(rel), target))
     return joined != ".." and not joined.startswith("../") and not os.path.isabs(joined)
+
+
+def resolve_link(tree_fd: int, rel: str, target: str, *, max_links: int = 40) -> str | None:
+    """Where the link REL of the tree at TREE_FD, pointing to TARGET, leads: resolved as the kernel would, through
+    the links the tree holds now (each read with readlinkat on its folder's descriptor; the kernel follows none),
+    relative to the tree's top; None when it leaves the tree. Also None (it may leave the tree later) when it is
+    absolute, loops, or climbs with '..' out of a name that is not a real folder of the tree: a missing name or a
+    file that a later install could make a link. `link_stays_inside` checks one link on paper; a chain of links each
+    inside on paper (lib/a -> ../x, x -> ., lib/b -> a/../outside) leaves the tree only this way."""
+    if os.path.isabs(target):
+        return None
+    stack = [p for p in Path(rel).parent.parts if p not in ("", ".")]
+    pending = target.split("/")
+    pending.reverse()  # popped from the end: the next component last
+    hops = 0
+    real = True  # every name on the stack is a real folder of the tree
+    while pending:
+        name = pending.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if not stack or not real:
+                return None
+            stack.pop()
+            continue
+        if not real:
+            stack.append(name)
+            continue
+        try:
+            fd = _open_dir_chain(tree_fd, stack)
+        except OSError:
+            return None  # a folder on the way changed into something else
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            link = os.readlink(name, dir_fd=fd) if stat.S_ISLNK(st.st_mode) else None
+        except OSError:  # missing (or gone): nothing below it is known
+            st, link = None, None
+        finally:
+            os.close(fd)
+        if link is not None:
+            hops += 1
+            if hops > max_links or os.path.isabs(link):
+                return None
+            pending += reversed(link.split("/"))  # relative to the link's own folder: the stack as it is
+            continue
+        stack.append(name)
+        real = st is not None and stat.S_ISDIR(st.st_mode)
+    return "/".join(stack) or "."
+
+
+def _entries_below(tree_fd: int) -> Iterator[str]:
+    """The relative path of every non-folder entry below TREE_FD (links to folders included), none followed."""
+    for dirpath, dirnames, filenames, dfd in os.fwalk(".", follow_symlinks=False, dir_fd=tree_fd):
+        rel_dir = os.path.normpath(dirpath)
+        links = _dir_links(dirnames, dfd)
+        dirnames[:] = [d for d in dirnames if d not in links]
+        for name in sorted({*filenames, *links}):
+            yield os.path.normpath(os.path.join(rel_dir, name))
+
+
+def links_leaving(tree_fd: int) -> list[tuple[str, str]]:
+    """(relative path, target) of every link below TREE_FD that leads out of the tree (resolve_link)."""
+    out = []
+    for dirpath, dirnames, filenames, dfd in os.fwalk(".", follow_symlinks=False, dir_fd=tree_fd):
+        rel_dir = os.path.normpath(dirpath)
+        for name in sorted({*filenames, *_dir_links(dirnames, dfd)}):
+            try:
+                if not stat.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
+                    continue
+                target = os.readlink(name, dir_fd=dfd)
+            except OSError:
+                continue
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            if not link_stays_inside(rel, target) or resolve_link(tree_fd, rel, target) is None:
+                out.append((rel, target))
+    return out
+
+
+def drop_escaping_links(tree_fd: int) -> list[tuple[str, str]]:
+    """Remove every link of the tree at TREE_FD that leads out of it (resolve_link), until none does; returns
+    (relative path, why) for each. For trees only crossbuild writes (a cache entry, the per-target prefix)."""
+    dropped: list[tuple[str, str]] = []
+    while leaving := links_leaving(tree_fd):
+        for rel, target in leaving:
+            parts = _parts(rel)
+            fd = _open_dir_chain(tree_fd, parts[:-1])
+            try:
+                os.unlink(parts[-1], dir_fd=fd)
+            except FileNotFoundError:
+                continue
+            finally:
+                os.close(fd)
+            dropped.append((rel, f"link to {target} leads outside the tree through the links in it"))
+    return dropped
+
+
+def lexists(anchor: str | Path, rel: str | Path) -> bool:
+    """Whether ANCHOR/REL exists (a link counts as itself), no link followed on the way."""
+    parts = _parts(rel)
+    try:
+        with open_dir(anchor, _parent(parts)) as dfd:
+            os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
+        return True
+    except (OSError, IndexError):
+        return False
+
+
+def install_tree(src_anchor: str | Path, src_rel: str | Path, dst_anchor: str | Path, *,
+                 files: list[str] | None = None, skip=lambda rel: False) -> CopyReport:
+    """Merge the tree SRC_ANCHOR/SRC_REL (FILES below it, or all of it) into the existing tree DST_ANCHOR (a prefix
+    that other installs share), never writing through a link: every destination folder is opened without following
+    links (made when missing), each file and link is made under a temporary name and renamed over what is there (an
+    old link is replaced, never followed), and an entry whose folder in the destination is a link or a file is not
+    written and is reported. Afterwards every link of the destination that leads out of it, through the links it now
+    holds, is removed and reported (resolve_link)."""
+    report = CopyReport()
+    with open_dir(src_anchor, src_rel) as src_fd, open_dir(dst_anchor, ".", create=True) as dst_fd:
+        if files is None:
+            files = list(_entries_below(src_fd))
+        for rel in sorted(files):
+            if skip(rel):
+                report.skipped.append((rel, "left out"))
+                continue
+            _install_entry(src_fd, dst_fd, rel, report)
+        report.skipped += drop_escaping_links(dst_fd)
+    return report
+
+
+def _install_entry(src_fd: int, dst_fd: int, rel: str, report: CopyReport) -> None:
+    parts = _parts(rel)
+    if not parts:
+        return
+    name = parts[-1]
+    try:
+        sfd = _open_dir_chain(src_fd, parts[:-1])
+    except OSError as e:
+        report.skipped.append((rel, f"unreadable: {e.strerror}"))
+        return
+    try:
+        try:
+            dfd = _open_dir_chain(dst_fd, parts[:-1], create=True)
+        except UnsafePath:
+            report.skipped.append((rel, "a link or a file is where its folder should be: not written through"))
+            return
+        try:
+            _install_one(sfd, dfd, name, rel, report)
+        finally:
+            os.close(dfd)
+    finally:
+        os.close(sfd)
+
+
+def _install_one(sfd: int, dfd: int, name: str, rel: str, report: CopyReport) -> None:
+    try:
+        st = os.stat(name, dir_fd=sfd, follow_symlinks=False)
+    except OSError as e:
+        report.skipped.append((rel, f"unreadable: {e.strerror}"))
+        return
+    tmp = f".{name[:100]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=sfd), tmp, dir_fd=dfd)
+    elif stat.S_ISREG(st.st_mode):
+        with os.fdopen(open_regular_at(sfd, name), "rb") as fin:
+            ofd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+            with os.fdopen(ofd, "wb") as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+                fout.flush()
+                os.fchmod(fout.fileno(), stat.S_IMODE(st.st_mode) & 0o777)
+                os.utime(fout.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))
+        report.bytes += st.st_size
+    else:
+        report.skipped.append((rel, file_kind(st.st_mode)))
+        return
+    try:
+        there = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        there = None
+    try:
+        if there is not None and stat.S_ISDIR(there.st_mode):
+            report.skipped.append((rel, "a folder is there: not replaced"))
+            return
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    finally:
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except FileNotFoundError:
+            pass
+    if stat.S_ISLNK(st.st_mode):
+        report.links += 1
+    else:
+        report.files += 1

@@ -65,6 +65,23 @@ def _api_key(provider: str, base_url: str | None, env: dict[str, str]) -> str | 
     return None
 
 
+def configured_secrets(env: dict[str, str]) -> list[str]:
+    """Every API key crossbuild could be using: the environment's *_API_KEY variables (OPENAI_API_KEY,
+    ANTHROPIC_API_KEY, DEEPSEEK_API_KEY...) and the user file's [openai] and [anthropic] api_key. No error leaving a
+    model may show one of them (redact.py); an unreadable file adds none (make_model says what is wrong with it)."""
+    keys = [v for k, v in env.items() if k.endswith("_API_KEY") and v]
+    path = config_file()
+    try:
+        data = tomllib.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = {}
+    for provider in ("openai", "anthropic"):
+        table = data.get(provider)
+        if isinstance(table, dict) and table.get("api_key"):
+            keys.append(str(table["api_key"]))
+    return keys
+
+
 def make_model(config: ModelConfig, *, env: dict[str, str] | None = None, on_retry=None) -> Model:
     env = dict(os.environ) if env is None else env
     spec = config.spec
@@ -105,21 +122,22 @@ def make_model(config: ModelConfig, *, env: dict[str, str] | None = None, on_ret
                                   ("strict", config.strict or None),
                                   ("tool_choice", None if config.tool_choice == "auto" else config.tool_choice))
                 if v is not None and not (provider == "anthropic" and k == "strict")}
-        return langchain_chat.LangChainModel(chat, spec, **bind)
+        return langchain_chat.LangChainModel(chat, spec, secrets=[key, *configured_secrets(env)], **bind)
     if provider == "openai":
         from crossbuild.models.openai_chat import OpenAIChatModel, OpenAIOptions
 
         return OpenAIChatModel(OpenAIOptions(
             model=name, base_url=base_url, api_key=key, strict=config.strict,
             parallel_tool_calls=config.parallel_tool_calls, tool_choice=config.tool_choice,
-            temperature=config.temperature, seed=config.seed, timeout_s=config.timeout_s), on_retry=on_retry)
+            temperature=config.temperature, seed=config.seed, timeout_s=config.timeout_s), on_retry=on_retry,
+            secrets=configured_secrets(env))
     from crossbuild.models.anthropic_chat import AnthropicChatModel, AnthropicOptions
 
     choice = {"required": "any"}.get(config.tool_choice, config.tool_choice)
     return AnthropicChatModel(AnthropicOptions(
         model=name, base_url=base_url, api_key=key, tool_choice=choice,
         parallel_tool_calls=config.parallel_tool_calls, temperature=config.temperature,
-        timeout_s=config.timeout_s), on_retry=on_retry)
+        timeout_s=config.timeout_s), on_retry=on_retry, secrets=configured_secrets(env))
 
 
 class HandoverModel:

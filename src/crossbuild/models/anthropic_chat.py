@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from crossbuild.models.base import Message, ProviderError, ToolCall, Turn, Usage
+from crossbuild.models.redact import Redactor
 from crossbuild.models.retry import RetryPolicy, sdk_call, timed_turn
 from crossbuild.tools.base import Toolset
 from crossbuild.tools.schemas import anthropic_tools
@@ -28,7 +30,8 @@ class AnthropicOptions:
 
 
 class AnthropicChatModel:
-    def __init__(self, options: AnthropicOptions, *, on_retry=None):
+    def __init__(self, options: AnthropicOptions, *, on_retry=None, secrets: Iterable[str | None] = ()):
+        """SECRETS: keys besides OPTIONS.api_key that no error leaving this model may show (redact.py)."""
         import anthropic
 
         self.options = options
@@ -37,6 +40,7 @@ class AnthropicChatModel:
         self._client = anthropic.Anthropic(base_url=options.base_url, api_key=options.api_key or "none",
                                            max_retries=0, timeout=options.timeout_s)
         self._on_retry = on_retry
+        self._redactor = Redactor([options.api_key, *secrets])
 
     def request(self, messages: list[Message], tools: Toolset) -> dict[str, Any]:
         o = self.options
@@ -57,12 +61,14 @@ class AnthropicChatModel:
         return body
 
     def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
-        body = self.request(messages, tools)
-        return timed_turn(lambda: self._create(body), parse_response, self.options.retry, cancel=cancel,
-                          on_retry=self._on_retry)
+        with self._redactor.guard():
+            body = self.request(messages, tools)
+            return timed_turn(lambda: self._create(body), parse_response, self.options.retry, cancel=cancel,
+                              on_retry=self._on_retry)
 
     def _create(self, body: dict[str, Any]) -> Any:
-        return sdk_call(self._anthropic, self.name, lambda: self._client.messages.create(**body), also_transient=(529,))
+        return sdk_call(self._anthropic, self.name, lambda: self._client.messages.create(**body), also_transient=(529,),
+                        redactor=self._redactor)
 
 
 def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from crossbuild.models.base import Message, ProviderError, ToolCall, Turn, Usage
+from crossbuild.models.redact import Redactor
 from crossbuild.tools.base import Toolset
 from crossbuild.tools.schemas import openai_tools
 
@@ -98,25 +100,27 @@ def turn_of(ai: Any, latency_s: float = 0.0) -> Turn:
 class LangChainModel:
     """A LangChain chat model (ChatOpenAI for any OpenAI-compatible server, ChatAnthropic) as a crossbuild Model."""
 
-    def __init__(self, chat: Any, name: str, **bind: Any):
+    def __init__(self, chat: Any, name: str, *, secrets: Iterable[str | None] = (), **bind: Any):
         self.chat = chat
         self.name = name
         self.bind = bind  # bind_tools options: parallel_tool_calls, tool_choice, strict
+        self._redactor = Redactor(secrets)  # the chat model's key and the configured ones (redact.py)
         self._bound: tuple[int, Any] | None = None
 
     def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
-        if self._bound is None or self._bound[0] != id(tools):
-            self._bound = (id(tools), self.chat.bind_tools(openai_tools(tools), **self.bind))
-        start = time.monotonic()
-        try:
-            ai = self._bound[1].invoke(to_langchain(messages))
-        except LangChainUnavailable:
-            raise
-        except Exception as e:  # the providers' SDK errors, after LangChain's own retries
-            status = getattr(e, "status_code", None)
-            raise ProviderError(f"{type(e).__name__}: {e}"[:500], status=status,
-                                fatal=status in FATAL_STATUS or status is None) from None
-        return turn_of(ai, time.monotonic() - start)
+        with self._redactor.guard():
+            if self._bound is None or self._bound[0] != id(tools):
+                self._bound = (id(tools), self.chat.bind_tools(openai_tools(tools), **self.bind))
+            start = time.monotonic()
+            try:
+                ai = self._bound[1].invoke(to_langchain(messages))
+            except LangChainUnavailable:
+                raise
+            except Exception as e:  # the providers' SDK errors, after LangChain's own retries
+                status = getattr(e, "status_code", None)
+                raise ProviderError(self._redactor.text(f"{type(e).__name__}: {e}")[:500], status=status,
+                                    fatal=status in FATAL_STATUS or status is None) from None
+            return turn_of(ai, time.monotonic() - start)
 
 
 def chat_model(provider: str, model: str, *, base_url: str | None, api_key: str | None, timeout_s: float,

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from crossbuild.models.base import Message, ProviderError, ToolCall, Turn, Usage
+from crossbuild.models.redact import Redactor
 from crossbuild.models.retry import RetryPolicy, sdk_call, timed_turn
 from crossbuild.tools.base import Toolset
 from crossbuild.tools.schemas import openai_tools
@@ -30,7 +32,8 @@ class OpenAIOptions:
 
 
 class OpenAIChatModel:
-    def __init__(self, options: OpenAIOptions, *, on_retry=None):
+    def __init__(self, options: OpenAIOptions, *, on_retry=None, secrets: Iterable[str | None] = ()):
+        """SECRETS: keys besides OPTIONS.api_key that no error leaving this model may show (redact.py)."""
         import openai
 
         self.options = options
@@ -39,6 +42,7 @@ class OpenAIChatModel:
         self._client = openai.OpenAI(base_url=options.base_url, api_key=options.api_key or "none", max_retries=0,
                                      timeout=options.timeout_s)
         self._on_retry = on_retry
+        self._redactor = Redactor([options.api_key, *secrets])
 
     def request(self, messages: list[Message], tools: Toolset) -> dict[str, Any]:
         """The Chat Completions request body (also what the trace records)."""
@@ -58,12 +62,14 @@ class OpenAIChatModel:
         return body
 
     def complete(self, messages: list[Message], tools: Toolset, *, cancel: threading.Event | None = None) -> Turn:
-        body = self.request(messages, tools)
-        return timed_turn(lambda: self._create(body), parse_response, self.options.retry, cancel=cancel,
-                          on_retry=self._on_retry)
+        with self._redactor.guard():
+            body = self.request(messages, tools)
+            return timed_turn(lambda: self._create(body), parse_response, self.options.retry, cancel=cancel,
+                              on_retry=self._on_retry)
 
     def _create(self, body: dict[str, Any]) -> Any:
-        return sdk_call(self._openai, self.name, lambda: self._client.chat.completions.create(**body))
+        return sdk_call(self._openai, self.name, lambda: self._client.chat.completions.create(**body),
+                        redactor=self._redactor)
 
 
 

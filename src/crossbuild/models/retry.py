@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from crossbuild.models.base import ProviderError, Turn
+from crossbuild.models.redact import Redactor
 
 T = TypeVar("T")
 FATAL_STATUSES = {400: "bad request", 401: "the API key was refused", 402: "payment required (out of credit)",
@@ -112,9 +113,13 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, *, cancel: threa
                         f"and {waited:.1f}s of waiting", status=last.status, fatal=True)
 
 
-def sdk_call(sdk: Any, name: str, create: Callable[[], T], *, also_transient: tuple[int, ...] = ()) -> T:
+def sdk_call(sdk: Any, name: str, create: Callable[[], T], *, also_transient: tuple[int, ...] = (),
+             redactor: Redactor | None = None) -> T:
     """One request through a provider SDK, its errors sorted into Transient (retry) and ProviderError (stop). The
-    OpenAI and Anthropic SDKs share these exception names; ALSO_TRANSIENT adds a provider's own busy statuses."""
+    OpenAI and Anthropic SDKs share these exception names; ALSO_TRANSIENT adds a provider's own busy statuses. Every
+    text taken from the provider's error passes REDACTOR (before it is shortened, so no cut-off key survives): it
+    reaches retry events and the error the run ends with."""
+    clean = (redactor or Redactor()).text
     try:
         return create()
     except sdk.APIStatusError as e:
@@ -122,13 +127,14 @@ def sdk_call(sdk: Any, name: str, create: Callable[[], T], *, also_transient: tu
         if should_retry(status, headers, also_transient):
             raise Transient(f"HTTP {status}", status, server_delay(headers)) from None
         what = FATAL_STATUSES.get(status, "request failed")
-        raise ProviderError(f"{name}: HTTP {status} {what}: {_short(str(e.message))}", status=status) from None
+        raise ProviderError(f"{name}: HTTP {status} {what}: {_short(clean(str(e.message)))}",
+                            status=status) from None
     except sdk.APITimeoutError:
         raise Transient("timed out") from None
     except sdk.APIConnectionError as e:
-        raise Transient(f"connection failed: {e.__cause__ or e}") from None
+        raise Transient(f"connection failed: {clean(str(e.__cause__ or e))}") from None
     except (sdk.APIResponseValidationError, json.JSONDecodeError) as e:
-        raise Transient(f"unreadable response from the server: {_short(str(e))}") from None
+        raise Transient(f"unreadable response from the server: {_short(clean(str(e)))}") from None
 
 
 def _short(text: str, limit: int = 300) -> str:
