@@ -218,6 +218,13 @@ def test_an_mcp_client_gets_nothing_outside_the_roots(tmp_path):
             r = await c.call_tool("open_workspace", {"source": "x" * 6000, "target": "aarch64-linux-musl"})
             assert r.is_error and r.structured_content["error_type"] == "invalid_arguments", _text(r)
 
+            # a workspace path checked one way and used another: `~` and `..` after a link are read once, as checked
+            home_depth = len(Path(os.environ["HOME"]).parts) - 1  # ~/../.. is / as checked, the cwd as used before
+            sneaky = "~/" + "../" * home_depth + str(root / "ws-from-home").lstrip("/")
+            r = await c.call_tool("open_workspace", {"source": str(root / "project"), "workspace": sneaky,
+                                                     "target": "aarch64-linux-musl"})
+            assert not r.is_error and r.structured_content["data"]["workspace"] == str(root / "ws-from-home")
+
             r = await c.call_tool("open_workspace", {"source": str(root / "project"), "target": "aarch64-linux-musl"})
             assert not r.is_error and ".env" in _text(r) and "credential" in _text(r)
             for command in ("grep -rE S.CRET-4. src", "cat src/.env", "find src -name id_ed25519"):
@@ -231,6 +238,7 @@ def test_an_mcp_client_gets_nothing_outside_the_roots(tmp_path):
 
     anyio.run(main)
     assert _state(home) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["allowed", "home"]  # nothing made beside the roots
     copies = [p for p in (root / "crossbuild-runs").rglob("*") if p.is_file() and not p.is_symlink()]
     assert copies and not [p for p in copies if b"SECRET-42" in p.read_bytes()]
 
@@ -260,7 +268,14 @@ def test_every_form_of_source_obeys_the_roots(tmp_path):
                                    env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
     hostile = [f"file://{repo}/.git", f"file://{repo}.git", f"{repo}.git", f"file://localhost{repo}/.git",
                str(root / "link.git"), f"file://{root}/link.git", f"{root}/../private/repo/.git",
-               f"ext::sh -c touch% {pwned}", "fd::7", f"file://otherhost{repo}/.git", f"{outside}/nothing.git"]
+               f"ext::sh -c touch% {pwned}", "fd::7", f"file://otherhost{repo}/.git", f"{outside}/nothing.git",
+               f"ssh://localhost{repo}/.git", f"root@localhost:{repo}/.git", str(root / "borrowed.git")]
+    # a repository inside the roots whose objects and refs are links to the one outside (a build can make one)
+    borrowed = root / "borrowed.git"
+    borrowed.mkdir()
+    (borrowed / "HEAD").write_text("ref: refs/heads/main\n")
+    (borrowed / "objects").symlink_to(repo / ".git" / "objects")
+    (borrowed / "refs").symlink_to(repo / ".git" / "refs")
 
     async def main():
         async with Client(params) as c:

@@ -8,7 +8,6 @@ token.
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,8 +159,8 @@ class CrossbuildMCP:
             return ToolResult(ok=False, error_type=ErrorType.INVALID_ARGUMENTS, message="give a source or a workspace.",
                               hint="source: a folder, tarball, git URL or debian:NAME; workspace: a folder with src/")
         try:
-            source = self._check_client_paths(args)
-            new, left_out = self._make_ctx(source, args.workspace, args.target)
+            source, ws_dir = self._check_client_paths(args)
+            new, left_out = self._make_ctx(source, ws_dir, args.target)
         except OutsideRoots as e:
             return ToolResult(ok=False, error_type=ErrorType.PERMISSION_DENIED, message=str(e),
                               hint=f"use a folder inside {self.host_roots}, a git URL or debian:NAME; "
@@ -185,18 +184,16 @@ class CrossbuildMCP:
                           data={"workspace": str(new.root), "target": new.target.name, "left_out": list(left_out),
                                 "sandbox": new.sandbox.backend})
 
-    def _check_client_paths(self, args: OpenWorkspaceArgs) -> str | None:
+    def _check_client_paths(self, args: OpenWorkspaceArgs) -> tuple[str | None, str | None]:
         """Host paths a client names must resolve (links followed) inside a root, by path component, whatever form
-        the source is written in; the source as it is to be prepared."""
+        the source is written in. Returns the source and the workspace as checked: the real paths, which are the
+        ones used (the raw text would be read again, `~` and `..` after a link differently)."""
         source = self.host_roots.source(args.source) if args.source else None
-        if args.workspace:
-            self.host_roots.resolve("workspace", args.workspace)
-        if args.workspace and not args.source:
-            real = Path(os.path.realpath(args.workspace))
-            if not ((real / "src").is_dir() and (real / ".xbuild").is_dir()):
-                raise ValueError(f"{real} is not a crossbuild workspace (it has no src/ and .xbuild/); pass the "
-                                 "project as source to copy it into a new workspace")
-        return source
+        real = self.host_roots.resolve("workspace", args.workspace) if args.workspace else None
+        if real is not None and not args.source and not ((real / "src").is_dir() and (real / ".xbuild").is_dir()):
+            raise ValueError(f"{real} is not a crossbuild workspace (it has no src/ and .xbuild/); pass the "
+                             "project as source to copy it into a new workspace")
+        return source, str(real) if real is not None else None
 
     def _make_ctx(self, source: str | None, ws_dir: str | None, target_name: str) -> tuple[RunContext, tuple[str, ...]]:
         """The session's RunContext, and what of the source was not copied into the workspace."""

@@ -159,7 +159,7 @@ def test_ctrl_c_pressed_again_and_again_cancels_cleanly(tmp_path):
     assert [r["status"] for r in runs.list_runs(connect(db))] == ["cancelled"]
 
 
-def _stored_run(tmp_path: Path, config: dict, cmake: str) -> tuple[Path, str]:
+def _stored_run(tmp_path: Path, config: dict, cmake: str, source: str | None = None) -> tuple[Path, str]:
     """An interrupted run whose stored settings were written (or tampered with) to widen access, in a real
     workspace of a project with CMAKE as its CMakeLists.txt."""
     from crossbuild.env import workspace
@@ -171,7 +171,7 @@ def _stored_run(tmp_path: Path, config: dict, cmake: str) -> tuple[Path, str]:
     ws = workspace.prepare(str(src), tmp_path / "ws").root
     db, run_id = tmp_path / "runs.db", "20261204000000-tampered"
     trace = Trace(db)
-    trace.start_run(run_id=run_id, source=str(src), target="x86_64-linux-musl", model=config["model"]["spec"],
+    trace.start_run(run_id=run_id, source=source or str(src), target="x86_64-linux-musl", model=config["model"]["spec"],
                     config=config, version="t", prompt_hash="h", workspace=str(ws))
     trace.db.execute("UPDATE runs SET pid=?, heartbeat_at=? WHERE id=?", (_dead_pid(), time.time(), run_id))
     trace.close()
@@ -197,6 +197,33 @@ def test_resume_takes_no_model_server_from_the_stored_run(tmp_path):
         assert any(line.startswith("sandbox was") for line in resuming["not_taken"]), resuming
         assert attacker.paths == [] and own.paths, r.stdout[-2000:] + r.stderr[-2000:]
         assert own.headers[0]["authorization"] == "Bearer sk-resume-users-key"
+
+
+@pytest.mark.slow
+def test_a_tampered_run_cannot_make_resume_copy_a_host_folder(tmp_path):
+    """The stored run names a host folder as its source and a last command that failed on what musl lacks: the
+    glibc build that follows copies the resumed workspace's own prepared source, never the stored SOURCE."""
+    from tests.agent.fake_provider import FakeProvider, Reply
+
+    secret = tmp_path / "outside" / "secret"
+    secret.mkdir(parents=True)
+    (secret / "notes.txt").write_text("OUTSIDE-SECRET-55\n")
+    with FakeProvider([Reply(status=401)] * 5) as own:
+        config = {**WIDENED, "model": {"spec": "openai:gpt-x"}}
+        db, run_id = _stored_run(tmp_path, config, "project(p C)\n", source=str(secret))
+        kb = [{"id": "execinfo-missing", "actions": [{"kind": "use_glibc"}]}]
+        conn = connect(db)
+        conn.execute("INSERT INTO tool_calls (run_id, step, seq, call_id, name, raw_arguments, ok, error_type, "
+                     "result_json) VALUES (?, 1, 0, 'c1', 'run_command', '{}', 0, 'command_failed', ?)",
+                     (run_id, json.dumps({"ok": False, "data": {"kb": kb}})))
+        conn.commit()
+        conn.close()
+        r = cb("build", "--resume", run_id, "--db", str(db), "--json", "--no-config",
+               env={"OPENAI_API_KEY": "sk-x", "OPENAI_BASE_URL": own.base_url})
+    assert "x86_64-linux-gnu" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]  # the switch did happen
+    leaked = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink() and "outside" not in p.parts
+              and b"OUTSIDE-SECRET-55" in p.read_bytes()]
+    assert leaked == []
 
 
 @pytest.mark.slow

@@ -35,14 +35,16 @@ def test_each_layer_overrides_the_ones_below_it_key_by_key(layered):
 
 def test_a_project_file_may_lower_a_budget_but_not_raise_it_or_widen_access(layered):
     (layered / "crossbuild.toml").write_text('jobs = 2\nmodel = "planner"\nbase_url = "http://x"\n'
-                                             '[budgets]\nmax_tool_calls = 21\nmax_tokens = 13\n')
+                                             '[budgets]\nmax_tool_calls = 21\nmax_tokens = 13\nmax_steps = "100000"\n')
     r = settings.load({})
     project = str(layered / "crossbuild.toml")
     assert (r.settings.budgets.max_tool_calls, r.origin("budgets.max_tool_calls")) == (21, project)
     assert r.settings.budgets.max_tokens == 12 and r.settings.base_url is None
     assert r.settings.model == "openai:gpt-4o-mini" and r.settings.jobs == 2
+    assert r.settings.budgets.max_steps == 30  # the environment's; the project's text "100000" is no way round
     assert [line.split(" (")[0] for line in r.ignored] == [f"{project}: model", f"{project}: base_url",
-                                                          f"{project}: budgets.max_tokens = 13"]
+                                                          f"{project}: budgets.max_tokens = 13",
+                                                          f"{project}: budgets.max_steps = 100000"]
 
 
 def test_the_command_line_beats_the_environment(layered, monkeypatch):

@@ -49,6 +49,7 @@ class BuildRequest:
     source_hints: bool = True  # False: the source's packaging (debian/) is removed before the build
     keep_libc: bool = False  # a musl target that lacks what the project needs ends the build, no glibc build instead
     libc_switch: dict[str, str] | None = None  # set on the glibc build that follows a musl one (build)
+    copy_from: Path | None = None  # the folder a new workspace copies instead of SOURCE (the glibc follow-up's)
 
 
 def request_for(resolved: Resolved, source: str, target: Target, *, model: ModelConfig | None = None,
@@ -77,8 +78,11 @@ def build(req: BuildRequest, *, on_event: EventSink = ignore, cancel: threading.
               "first_run_id": outcome.run_id}
     on_event(Event("note", {"message": f"{req.target.name} ended on what musl lacks ({switch['because']}): "
                                        f"building for {glibc.name} instead (--keep-libc stops here)"}))
-    glibc_req = dataclasses.replace(req, target=glibc, libc_switch=switch,
-                                    workspace_dir=_beside(req.workspace_dir, glibc), prefix=_beside(req.prefix, glibc))
+    # the same source as the musl build had, from its prepared copy: never SOURCE again (a resumed run's SOURCE is
+    # stored data, and a download would be fetched twice)
+    glibc_req = dataclasses.replace(req, target=glibc, libc_switch=switch, copy_from=ctx.root / workspace.PRISTINE
+                                    / "src", workspace_dir=_beside(req.workspace_dir, glibc),
+                                    prefix=_beside(req.prefix, glibc))
     second, ctx = _build_once(glibc_req, on_event=on_event, cancel=cancel, run_id=None, replay=None)
     second.message = (f"built for {glibc.name}, not {req.target.name}: musl lacks what the project needs "
                       f"({switch['because']}; run {outcome.run_id}). " + second.message)
@@ -117,7 +121,7 @@ def _build_once(req: BuildRequest, *, on_event: EventSink, cancel: threading.Eve
         on_event(Event("unsandboxed", {"message": sandbox.UNSANDBOXED}))
     if replay is None:
         root = req.workspace_dir or workspace.new_root(req.runs_dir, req.source, req.target.name)
-        ws = workspace.prepare(req.source, root, source_hints=req.source_hints)
+        ws = workspace.prepare(str(req.copy_from or req.source), root, source_hints=req.source_hints)
         left_out = list(ws.left_out)
         on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": left_out}))
     else:

@@ -13,6 +13,8 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from crossbuild.foundation import safefs
+
 NETWORK_URL = re.compile(r"^(https?|git|ssh)://[^/\s]", re.IGNORECASE)
 SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!/)")  # git@github.com:owner/repo.git
 # git's transports that run programs or read host files by themselves (ext::, fd::, and any other helper)
@@ -61,6 +63,11 @@ def parse(source: str) -> Source:
     return Source("path", str(real), git=is_git_dir(real))
 
 
+def uses_ssh(url: str) -> bool:
+    """A network source git reaches over ssh, with the keys of whoever runs crossbuild."""
+    return bool(SCP_LIKE.match(url)) or url.lower().startswith("ssh://")
+
+
 def is_git_dir(path: Path) -> bool:
     """Whether PATH is a repository's own folder (what `git clone` reads): HEAD, objects/ and refs/ in it."""
     return path.is_dir() and (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
@@ -73,15 +80,24 @@ def clone(source: Source, dest: Path) -> None:
     borrow objects from elsewhere (alternates, a common dir), which would read outside the folder that was
     checked."""
     if source.kind == "network":
-        scheme = "ssh" if SCP_LIKE.match(source.value) else source.value.split("://", 1)[0].lower()
-        url, recurse = source.value, ["--recurse-submodules"]
-    else:
-        folder = Path(source.value)
-        for borrowed in (folder / "objects" / "info" / "alternates", folder / "commondir"):
+        scheme = "ssh" if uses_ssh(source.value) else source.value.split("://", 1)[0].lower()
+        _clone(source.value, scheme, dest, ["--recurse-submodules"])
+        return
+    # A local repository is copied first (no link followed, none kept that leads out: a symlinked objects/ or refs/
+    # would have git read another repository), and cloned from the copy, which nothing else can change meanwhile.
+    copy = dest.with_name(dest.name + ".git-copy")
+    try:
+        safefs.copy_tree(Path(source.value), ".", copy.parent, copy.name, links="internal")
+        for borrowed in (copy / "objects" / "info" / "alternates", copy / "commondir"):
             if os.path.lexists(borrowed):
-                raise UnusableSource(f"{folder} borrows objects from another repository ({borrowed.name}): clone "
-                                     "it yourself and pass the folder")
-        scheme, url, recurse = "file", folder.as_uri(), []  # a local submodule would be another host path
+                raise UnusableSource(f"{source.value} borrows objects from another repository ({borrowed.name}): "
+                                     "clone it yourself and pass the folder")
+        _clone(copy.as_uri(), "file", dest, [])  # a local submodule would be another host path: none
+    finally:
+        safefs.remove_tree(copy.parent, copy.name)
+
+
+def _clone(url: str, scheme: str, dest: Path, recurse: list[str]) -> None:
     config = ["-c", "protocol.allow=never", "-c", f"protocol.{scheme}.allow=always"]
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
@@ -90,9 +106,9 @@ def clone(source: Source, dest: Path) -> None:
     except FileNotFoundError:
         raise UnusableSource("git is not installed: `apt-get install git`") from None
     except subprocess.TimeoutExpired:
-        raise UnusableSource(f"git clone of {source.value} timed out after {CLONE_TIMEOUT_S} s (is the network "
+        raise UnusableSource(f"git clone of {url} timed out after {CLONE_TIMEOUT_S} s (is the network "
                              "reachable?)") from None
     if r.returncode != 0:
         detail = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UnusableSource(f"git clone of {source.value} failed: {detail}. Without network access, download the "
+        raise UnusableSource(f"git clone of {url} failed: {detail}. Without network access, download the "
                              "source elsewhere and pass the folder or tarball.")

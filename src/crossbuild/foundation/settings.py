@@ -205,8 +205,7 @@ def load(cli: dict[str, Any] | None = None, *, project: Path | None = None, use_
 
 def _budgets_below(layers: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """The budgets the user file and the defaults give, which a project file may lower but not raise."""
-    merged = BudgetSettings().model_dump()
-    return merged | next((d["budgets"] for _, d in layers if isinstance(d.get("budgets"), dict)), {})
+    return BudgetSettings().model_dump() | next((d["budgets"] for _, d in layers if isinstance(d.get("budgets"), dict)), {})
 
 
 def _project_safe(data: dict[str, Any], budgets: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -219,6 +218,10 @@ def _project_safe(data: dict[str, Any], budgets: dict[str, Any]) -> tuple[dict[s
         lowered = {}
         for key, value in kept["budgets"].items():
             limit = budgets.get(key)
+            try:  # as it will be read: "100000" is 100000 (a value that cannot be read fails validation later)
+                value = BudgetSettings.model_validate({key: value}).model_dump()[key]
+            except ValidationError:
+                pass
             if isinstance(value, int | float) and isinstance(limit, int | float) and value > limit:
                 dropped.append(f"budgets.{key} = {value} (a project file may lower a budget, not raise it "
                                f"above {limit})")

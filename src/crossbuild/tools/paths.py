@@ -47,6 +47,9 @@ class HostRoots:
         other form (a folder, a tarball, a local git repository, a `file://` URL, a path ending in .git) as its
         real path, which must lie inside a root. Raises OutsideRoots, or ValueError for a form not taken."""
         spec = sources.parse(raw)
+        if spec.kind == "network" and sources.uses_ssh(raw):
+            raise OutsideRoots(f"source {raw[:200]!r}: an ssh URL would log in with this machine's own keys (and "
+                               "reach its files as localhost); a client may name https://, http:// or git:// URLs")
         if not spec.names_host_path:
             return raw
         real = self.resolve("source", spec.value)
