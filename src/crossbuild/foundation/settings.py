@@ -205,7 +205,8 @@ def load(cli: dict[str, Any] | None = None, *, project: Path | None = None, use_
 
 def _budgets_below(layers: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """The budgets the user file and the defaults give, which a project file may lower but not raise."""
-    return BudgetSettings().model_dump() | next((d["budgets"] for _, d in layers if isinstance(d.get("budgets"), dict)), {})
+    user = next((d["budgets"] for _, d in layers if isinstance(d.get("budgets"), dict)), {})
+    return BudgetSettings().model_dump() | user
 
 
 def _project_safe(data: dict[str, Any], budgets: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -223,8 +224,7 @@ def _project_safe(data: dict[str, Any], budgets: dict[str, Any]) -> tuple[dict[s
             except ValidationError:
                 pass
             if isinstance(value, int | float) and isinstance(limit, int | float) and value > limit:
-                dropped.append(f"budgets.{key} = {value} (a project file may lower a budget, not raise it "
-                               f"above {limit})")
+                dropped.append(f"budgets.{key} = {value} (a project file may lower a budget, not raise it above {limit})")
             else:
                 lowered[key] = value
         kept["budgets"] = lowered
