@@ -224,7 +224,7 @@ def _project_safe(data: dict[str, Any], budgets: dict[str, Any]) -> tuple[dict[s
             except ValidationError:
                 pass
             if isinstance(value, int | float) and isinstance(limit, int | float) and value > limit:
-                dropped.append(f"budgets.{key} = {value} (a project file may lower a budget, not raise it above {limit})")
+                dropped.append(f"budgets.{key} = {value} (a project file may lower a budget, not raise it: {limit})")
             else:
                 lowered[key] = value
         kept["budgets"] = lowered
