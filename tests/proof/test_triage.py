@@ -151,3 +151,46 @@ def test_tap_result_lines_in_the_forms_the_protocol_allows():
     assert run.failed[0].lines == ["  ---", "  message: x"]
     assert tap.parse(["not ok 1 - a", "not ok 2 - b"]) is None  # nothing passed: read as a whole program
     assert tap.parse(["hello", "okay then"]) is None
+
+
+# A failed check of the program's own beside an environment line that is incidental to it (issue 33): the check is the
+# evidence, and it blocks; only a line that is both (the check failing for the environment's reason) still excuses.
+@pytest.mark.parametrize("lines, check", [
+    (["probing /etc/shadow: Permission denied", "Assertion failed: sum == 42 (test_perm.c: main: 7)"], 1),
+    (["t: t.c:9: main: Assertion `sum == 42' failed.", "cleanup: No such file or directory"], 0),
+    (["optional config ~/.testrc: No such file or directory", "FAIL: checksum"], 1),
+    (["[  FAILED  ] Codec.RoundTrip (3 ms)", "open /dev/tty: No such device or address", "not a tty"], 0),
+    (["connect: Network is unreachable", "checksum: expected 42, got 41"], 1),
+    (["codec_test.cc:12: Failure", "Value of: decode(encode(x))", "getaddrinfo: Name does not resolve"], 0),
+    (["Check failed: n == 3", "Read-only file system"], 0),
+])
+def test_a_failed_check_beside_an_incidental_environment_line_blocks(lines, check):
+    t = triage(1, None, lines, 60)
+    assert t.kind == "failed" and t.blocks and t.why == lines[check], t
+
+
+@pytest.mark.parametrize("line, why", [
+    ("FAIL: cannot open data/input.txt: No such file or directory", "its test data is not where it looks"),
+    ("Assertion failed: connect: Network unreachable", "the sandbox has no network"),
+    ("expected 0, got -1: Operation not permitted", "the sandbox forbids it"),
+])
+def test_a_failed_check_that_is_itself_the_environments_line_still_does_not_block(line, why):
+    t = triage(1, None, ["running", line], 60)
+    assert t.kind == "environment" and t.why.startswith(why), t
+
+
+def test_a_check_failing_before_the_time_limit_or_beside_a_usage_line_blocks():
+    t = triage(None, "timeout", ["round 1", "FAIL: round 1 checksum", "round 2"], 60)
+    assert t.blocks and t.why.startswith("FAIL: round 1 checksum (then still running after 60s)"), t
+    t = triage(1, None, ["usage: prog [FILE]", "Assertion failed: parse(\"\") == 0 (prog.c: main: 4)"], 60)
+    assert t.blocks and t.why.startswith("Assertion failed"), t
+
+
+def test_a_tap_test_whose_check_fails_beside_an_environment_line_blocks():
+    test = ["not ok 3 - fs_open", "# open fixture: Permission denied",
+            "# Assertion failed in test/test-fs.c on line 40: r == 0", "# qemu: uncaught target signal 6 (Aborted)"]
+    t = triage(1, None, UV_PASSING + test, 60)
+    assert t.blocks and "not ok 3 - fs_open: Assertion failed in test/test-fs.c on line 40: r == 0" in t.why, t
+    silent = ["not ok 3 - fs_read", "# read fixture: No such file or directory", "# FAIL: 0 bytes, expected 12"]
+    t = triage(1, None, UV_PASSING + silent, 60)
+    assert t.blocks and t.kind == "failed" and t.why.endswith("FAIL: 0 bytes, expected 12"), t

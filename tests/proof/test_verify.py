@@ -159,16 +159,20 @@ def test_header_only_project_that_compiled_nothing_fails(tmp_path):
     assert report.reasons[0].startswith("no binaries")
 
 
-def test_configure_probes_are_excluded_not_counted(tmp_path, fixtures):
+def test_binaries_merely_placed_in_probe_folders_are_counted(tmp_path, fixtures):
+    """Folders named like CMake's and Meson's compiler checks, without the build system's records that made them:
+    what is in them is an artifact (real configures' probes: test_hostile_builds.py)."""
     root = tree(tmp_path, fixtures, {"CMakeFiles/3.25.1/CompilerIdC/a.out": "hostprog",
                                      "CMakeFiles/CMakeScratch/TryCompile-x/cmTC": "hostprog",
-                                     "meson-private/sanitycheckc.exe": "hostprog", "libx.a": "libx.a"})
+                                     "meson-private/sanity_check_for_c.exe": "hostprog", "libx.a": "libx.a"})
+    (root / "meson-logs").mkdir()
+    (root / "meson-logs" / "meson-log.txt").write_text("The Meson build system\n")  # names no compile
+    (root / "CMakeCache.txt").write_text("# a cache, but no log names the scratch folder\n")
     report = verify(root, AARCH64, run_tests=False)
-    assert report.ok, report.reasons
-    assert report.probes_excluded == 3
-    assert [a["path"] for a in report.artifacts if "(" not in a["path"]] == ["libx.a"]
-    # not counted, but never hidden: host binaries in probe folders are listed in the report
-    assert len(report.probe_mismatches) == 3 and all("EM_X86_64" in m for m in report.probe_mismatches)
+    assert not report.ok and report.probes_excluded == 0 and not report.probe_mismatches
+    for rel in ("CMakeFiles/3.25.1/CompilerIdC/a.out", "CMakeFiles/CMakeScratch/TryCompile-x/cmTC",
+                "meson-private/sanity_check_for_c.exe"):
+        assert any(r.startswith(f"{rel}: machine EM_X86_64") for r in report.reasons), (rel, report.reasons)
 
 
 @pytest.mark.parametrize("hidden_as", ["conftest", "a.out", "sub/CompilerIdC/a.out", "CMakeFiles/a.out",
@@ -434,19 +438,27 @@ def test_a_test_program_runs_where_make_check_would_run_it_and_finds_its_data_th
 
 def test_a_generator_built_for_the_build_machine_is_not_a_product_unless_the_install_ships_it(tmp_path, fixtures):
     """sqlite3 builds lemon with CC_FOR_BUILD to generate its parser; make install leaves it out. The same host
-    program in the install is a product built for the wrong machine."""
+    program in the install is a product built for the wrong machine, and so is one the build machine's compiler
+    did not record writing (a copy under the generator's name)."""
     from crossbuild.env.toolchain import Toolchain
+    from tests.conftest import run_in
 
     ws = tmp_path / "ws"
-    for dest, name in {"build/test_ok": "test_ok", "build/lemon-for-build": "hostprog",
-                       "install/bin/test_ok": "test_ok"}.items():
+    for dest, name in {"build/test_ok": "test_ok", "install/bin/test_ok": "test_ok", "main.c": "main.c",
+                       "lib.c": "lib.c"}.items():
         (ws / dest).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(fixtures / name, ws / dest)
     tc = Toolchain.for_target(AARCH64, ws, prefix=tmp_path / "prefix").materialise()
+    r = run_in(tc, ["sh", "-c", "$CC_FOR_BUILD -o build/lemon-for-build main.c lib.c"], ws)
+    assert r.returncode == 0, r.stderr
     report = verify(ws / "build", AARCH64, toolchain=tc)
     assert report.ok, report.reasons
     assert report.build_tools == ["lemon-for-build"] and "lemon-for-build" not in by_path(report)
     assert "not counted: 1 programs built for the build machine" in report.summary("build")
+    shutil.copy(fixtures / "hostprog", ws / "build" / "lemon-copied")  # the same program, not made by the compiler
+    report = verify(ws / "build", AARCH64, toolchain=tc)
+    assert not report.ok and any(r.startswith("lemon-copied: machine EM_X86_64") for r in report.reasons)
+    (ws / "build" / "lemon-copied").unlink()
     shutil.copy(fixtures / "hostprog", ws / "install" / "bin" / "lemon-for-build")
     report = verify(ws / "build", AARCH64, toolchain=tc)
     assert not report.ok and any(r.startswith("lemon-for-build: machine EM_X86_64") for r in report.reasons)

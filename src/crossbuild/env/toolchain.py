@@ -1,10 +1,12 @@
 """The cross toolchain of one workspace and target: files under `<workspace>/.xbuild/` and the BuildEnv.
 
-`Toolchain.materialise()` writes the zig wrappers, the CMake toolchain file, the Meson cross file, the autotools
-config.site and an isolated pkg-config; `Toolchain.env` is the complete environment of every build command,
-made from an allow-list (never from os.environ), so builds see no secrets; the only user variables in it are the
-ones the user's settings pass through (foundation/settings.py refuses credentials), and crossbuild's own win.
-Longer than the house limit by a few lines: the four build systems' files are written from one place so their
+`Toolchain.materialise()` writes the zig wrappers, the build machine's compilers behind a recorder of what they
+write (CC_FOR_BUILD, plain cc/gcc: proof/for_build.py reads the record), the CMake toolchain file, the Meson cross
+file, the autotools config.site and an isolated pkg-config; `Toolchain.env` is the complete environment of every
+build command, made from an allow-list (never from os.environ), so builds see no secrets; the only user variables in
+it are the ones the user's settings pass through (foundation/settings.py refuses credentials), and crossbuild's own
+win.
+Longer than the house limit: the four build systems' files and the wrappers are written from one place so their
 flags cannot drift apart.
 """
 
@@ -133,6 +135,21 @@ class Toolchain:
         return self.zig_layer if self.isolated else self.zig_cache
 
     @property
+    def build_machine_record(self) -> Path:
+        """What the build machine's compilers (the for-build wrappers: CC_FOR_BUILD, cc, gcc...) wrote, one
+        `sha256<TAB>path` a line: the verifier excuses a program for the build machine only when it is named here."""
+        return self.scratch / "build-machine-outputs"
+
+    def build_machine_compilers(self) -> dict[str, str]:
+        """The wrapper names in .xbuild/bin -> the host compiler each runs (those the host has)."""
+        found = {}
+        for name in ("cc", "gcc", "c++", "g++"):
+            real = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
+            if real:
+                found[name] = real
+        return found
+
+    @property
     def logs(self) -> Path:
         return self.xbuild / "logs"
 
@@ -229,8 +246,8 @@ class Toolchain:
             tools.update({"zwindres": "windres", "zdlltool": "dlltool"})
         for name, tool in tools.items():
             self._write(self.bindir / name, self._wrapper_script(tool), executable=True)
-        # Names autotools (AC_CHECK_TOOL) and Makefiles look for; plain cc/gcc/ld/nm stay the host's, since
-        # CC_FOR_BUILD builds and the host compiler's own linker lookups must keep working.
+        # Names autotools (AC_CHECK_TOOL) and Makefiles look for; plain ld/nm stay the host's, since the host
+        # compiler's own linker lookups must keep working (plain cc/gcc: below).
         aliases = {"ar": "zar", "ranlib": "zranlib", "strip": "zstrip", "objcopy": "zobjcopy"}
         triple = t.autotools_host
         for suffix, name in {"gcc": "zcc", "cc": "zcc", "g++": "zxx", "c++": "zxx", "ar": "zar",
@@ -242,6 +259,13 @@ class Toolchain:
                             f"{triple}-dlltool": "zdlltool"})
         for alias, name in aliases.items():
             safefs.symlink_atomic(self.workspace, f"{XBUILD}/bin/{alias}", name)
+        # The build machine's own compilers (CC_FOR_BUILD and plain cc/gcc/c++/g++) stay the host's, run through a
+        # recorder of the binaries they write: what the verifier takes as made for the build machine
+        for name, real in self.build_machine_compilers().items():
+            argv = [sys.executable, "-I", "-S", str(self.xbuild / ZIGWRAP.name), "for-build", real,
+                    str(self.build_machine_record), "--"]
+            self._write(self.bindir / name, "#!/bin/sh\nexec " + " ".join(shlex.quote(a) for a in argv) + ' "$@"\n',
+                        executable=True)
         # the build tools installed beside crossbuild (pip's meson and ninja), by name: its environment's folder is
         # not on PATH, so a project's `python3` is the system's, with the system's modules (re2's generators import
         # six), not crossbuild's own interpreter; that one only where the system has no python3
@@ -344,8 +368,10 @@ class Toolchain:
         b = self.bindir
         # programs provided from Debian's archive for the build machine (build_tools) come after the host's own
         path_dirs = [str(b), "/usr/local/bin", "/usr/bin", "/bin", *build_tools.program_dirs()]
-        host_cc = shutil.which("cc") or "/usr/bin/cc"
-        host_cxx = shutil.which("c++") or "/usr/bin/c++"
+        # the build machine's compilers behind the recorder _write_wrappers puts in .xbuild/bin
+        recorded = self.build_machine_compilers()
+        host_cc = str(b / "cc") if "cc" in recorded else shutil.which("cc") or "/usr/bin/cc"
+        host_cxx = str(b / "c++") if "c++" in recorded else shutil.which("c++") or "/usr/bin/c++"
         v: dict[str, str] = {
             **self.passthrough,
             "PATH": ":".join(dict.fromkeys(path_dirs)),

@@ -1,4 +1,5 @@
-"""The compiler-tool wrappers (zcc, zxx, zar, zstrip, ...): GNU-style command lines in, zig commands out.
+"""The compiler-tool wrappers (zcc, zxx, zar, zstrip, ...): GNU-style command lines in, zig commands out; and the
+build machine's compilers (CC_FOR_BUILD, plain cc/gcc), run as they are with a record of the binaries they wrote.
 
 Runs as a standalone script on every compiler call (see `main` for its arguments), so it
 imports only the standard library. Each rewrite below answers a failure seen on real projects with zig 0.17; the
@@ -9,10 +10,12 @@ splitting it would mean shipping and path-wiring several files for every compile
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -371,8 +374,81 @@ def _log(plan: Plan, tool: str, args: list[str]) -> None:
         pass
 
 
+def build_outputs(args: list[str]) -> list[str]:
+    """The files a gcc-style compiler call with ARGS writes that may be binaries: the -o output; without one, NAME.o
+    for each source with -c, or a.out when it links; nothing for a query (--version, -dumpmachine, -E, ...)."""
+    inputs: list[str] = []
+    output = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-o", "--output") and i + 1 < len(args):
+            output = args[i + 1]
+            i += 2
+            continue
+        if arg.startswith("--output="):
+            output = arg.split("=", 1)[1]
+        elif arg.startswith("-o") and len(arg) > 2 and not arg.startswith("-objc"):
+            output = arg[2:]
+        elif arg in _TAKES_VALUE:
+            i += 1
+        elif not arg.startswith("-") and not arg.startswith("@"):
+            inputs.append(arg)
+        i += 1
+    if output is not None:
+        return [] if output == "-" else [output]
+    if not inputs or any(a in ("-E", "-S", "-M", "-MM", "-fsyntax-only") for a in args):
+        return []
+    if "-c" in args:
+        return [os.path.splitext(os.path.basename(src))[0] + ".o" for src in inputs
+                if os.path.splitext(src)[1] in SOURCE_SUFFIXES]
+    return ["a.out"]
+
+
+def run_for_build(compiler: str, record: str, args: list[str]) -> int:
+    """The build machine's COMPILER (CC_FOR_BUILD, BUILD_CC, HOSTCC, plain cc/gcc on PATH) as it is, appending the
+    ELF files it wrote to RECORD (`sha256<TAB>absolute path` a line): the verifier excuses a program for the build
+    machine only when this record names it with its bytes (proof/for_build.py)."""
+    outputs = build_outputs(args)
+    if not outputs:
+        os.execv(compiler, [compiler, *args])
+    rc = subprocess.call([compiler, *args])
+    if rc == 0:
+        _record_outputs(record, outputs)
+    return rc if rc >= 0 else 128 - rc
+
+
+def _record_outputs(record: str, outputs: list[str]) -> None:
+    lines = []
+    for out in outputs:
+        path = os.path.abspath(out)
+        if "\n" in path or "\t" in path:
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode) or f.read(4) != b"\x7fELF":
+                continue
+            f.seek(0)
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        lines.append(f"{digest}\t{path}\n")
+    if not lines:
+        return
+    try:
+        fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
+            f.write("".join(lines))
+    except OSError:
+        pass
+
+
 def main(argv: list[str]) -> int:
-    """argv: zigwrap.py TOOL ZIG ZIG_TARGET ARCH FORMAT BINDIR -- ARGS..."""
+    """argv: zigwrap.py TOOL ZIG ZIG_TARGET ARCH FORMAT BINDIR -- ARGS..., or zigwrap.py for-build COMPILER RECORD --
+    ARGS... (the build machine's compiler, recording what it wrote)."""
+    if argv[1] == "for-build":
+        return run_for_build(argv[2], argv[3], argv[5:] if len(argv) > 4 and argv[4] == "--" else argv[4:])
     tool, zig, zig_target, arch, binary_format, bindir = argv[1:7]
     args = argv[8:] if len(argv) > 7 and argv[7] == "--" else argv[7:]
     plan = plan_for(tool, args, zig=zig, zig_target=zig_target, arch=arch, binary_format=binary_format,

@@ -1,5 +1,6 @@
 """What a build produced: find every binary in a tree (ELF, ar archives and their members, PE, Mach-O) by its
-content, describe it, and say whether it fits a target. File names are never trusted; magic bytes are.
+content, describe it, and say whether it fits a target. File names are never trusted; magic bytes are, and configure
+probes are told by their build system's records (probes.py).
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ import re
 import stat
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import pefile
 from elftools.common.exceptions import ELFError
@@ -30,17 +33,15 @@ from crossbuild.proof.binary_formats import (
     iter_ar_members,
     sniff,
 )
+from crossbuild.proof.probes import ProbeRecords
 
-# Where configure steps leave the binaries of their compiler checks: only these folders hold probes, whatever the
-# files in them are called (a file named like a probe anywhere else is an artifact like any other).
-CMAKE_PROBE_DIRS = ("CMakeScratch", "CMakeTmp")  # CMakeFiles/CMakeScratch/..., CMakeFiles/CMakeTmp/...
-MESON_PROBE_DIR = "meson-private"
 MAX_SCAN_SECONDS = 600.0
 # Names that promise a binary; such a file with other content is reported (a renamed text file is no library).
 BINARY_SUFFIXES = (".o", ".obj", ".a", ".lib", ".so", ".dll", ".exe", ".dylib")
 # What LLVM's linkers (zig's lld) write before renaming into place, `<output>.tmp` and 7 random hex digits; a link
 # that failed or was killed leaves it behind, half-written: not an artifact, and never run as a program.
 LINKER_TEMPORARY = re.compile(r"\.tmp[0-9a-f]{7}$")
+
 
 @dataclass
 class ScanResult:
@@ -53,38 +54,17 @@ class ScanResult:
     linker_temporaries: list[str] = field(default_factory=list)  # left by failed links; not counted
 
 
-def is_probe(rel: str) -> bool:
-    """Whether REL lies where CMake or Meson keep their compiler checks: CMakeFiles/<version>/CompilerId*/...,
-    CMakeFiles/<version>/CMakeDetermineCompilerABI_*.bin, CMakeFiles/CMakeScratch|CMakeTmp/..., meson-private/."""
-    parts = Path(rel).parts
-    if MESON_PROBE_DIR in parts[:-1]:
-        return True
-    for i, p in enumerate(parts[:-2]):
-        if p != "CMakeFiles":
-            continue
-        nxt = parts[i + 1]
-        if nxt in CMAKE_PROBE_DIRS:
-            return True
-        if _is_version(nxt):
-            rest = parts[i + 2:]
-            if len(rest) >= 2 and rest[0].startswith("CompilerId"):
-                return True
-            if len(rest) == 1 and rest[0].startswith("CMakeDetermineCompilerABI_") and rest[0].endswith(".bin"):
-                return True
-    return False
-
-
-def _is_version(name: str) -> bool:
-    return bool(name) and all(part.isdigit() for part in name.split("."))
-
-
 def scan_tree(root: str | Path, *, prune: frozenset[str] = frozenset(),
-              max_seconds: float = MAX_SCAN_SECONDS) -> ScanResult:
+              max_seconds: float = MAX_SCAN_SECONDS, shipped: Callable[[str, BinaryIO], bool] | None = None
+              ) -> ScanResult:
     """Every binary below ROOT, found by content. Links are never followed and only regular files are read
     (a FIFO or device cannot hang or flood the scan); PRUNE names folders (relative to ROOT) left out, such as
-    crossbuild's own .xbuild/; the scan stops, saying so, after MAX_SECONDS."""
+    crossbuild's own .xbuild/; SHIPPED(rel, open file) tells a file the prepared source holds as it is (not the
+    build's output: left out); configure probes are told by their build system's records (probes.py); the scan
+    stops, saying so, after MAX_SECONDS."""
     root = Path(root)
     result = ScanResult([], [], [], 0)
+    probes = ProbeRecords(root)
     deadline = time.monotonic() + max_seconds
     for entry in safefs.walk_files(root, prune=lambda rel: rel in prune):
         if time.monotonic() > deadline:
@@ -102,19 +82,45 @@ def scan_tree(root: str | Path, *, prune: frozenset[str] = frozenset(),
         with os.fdopen(fd, "rb") as f:
             head = f.read(64)
             fmt = sniff(head)
+            if fmt is None and not (_promises_binary(entry.name) and head):
+                continue
+            if shipped is not None and shipped(entry.rel, f):
+                continue
             if fmt is None:
-                if _promises_binary(entry.name) and head:
-                    result.not_binaries.append(entry.rel)
+                result.not_binaries.append(entry.rel)
                 continue
             found = describe_file(f, entry.rel, fmt, root=root)
         if LINKER_TEMPORARY.search(entry.name):
             result.linker_temporaries.append(entry.rel)
-        elif is_probe(entry.rel):
+        elif probes.is_probe(entry.rel, entry.st.st_mtime_ns):
             result.probes_excluded.append(entry.rel)
             result.probe_artifacts.extend(found)
         else:
             result.artifacts.extend(found)
     return result
+
+
+def same_as_source(anchor: Path, source: str, copy: str) -> Callable[[str, BinaryIO], bool]:
+    """SHIPPED for a scan_tree of ANCHOR: whether a file below SOURCE/ holds the bytes of the same path below COPY/
+    (the pristine copy of the source as prepared): the project's own file, not something the build wrote."""
+    def shipped(rel: str, f: BinaryIO) -> bool:
+        if not rel.startswith(source + "/"):
+            return False
+        try:
+            fd = safefs.open_regular(anchor, f"{copy}/{rel[len(source) + 1:]}")
+        except OSError:
+            return False
+        with os.fdopen(fd, "rb") as g:
+            if os.fstat(g.fileno()).st_size != os.fstat(f.fileno()).st_size:
+                return False
+            f.seek(0)
+            while True:
+                a, b = f.read(1 << 20), g.read(1 << 20)
+                if a != b:
+                    return False
+                if not a:
+                    return True
+    return shipped
 
 
 def _promises_binary(name: str) -> bool:

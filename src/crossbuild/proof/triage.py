@@ -5,7 +5,10 @@ its output attributes to the test environment blocks verification. A program tha
 its test data, reach the network, get a terminal, make a syscall qemu-user does not emulate, or do something the
 sandbox forbids, or that was still running when the emulated time limit struck, is reported with the line that
 shows it and does not block: it proved the binary loads and runs on the target, and its own verdict is about the
-machine it ran on. Nothing is excused without such a line in the log.
+machine it ran on. Nothing is excused without such a line in the log, and nothing is excused when the output also
+holds a line reporting one of the program's own checks failing (an assertion, FAIL, "expected ... got") that is
+not itself the environment's line: then the environment's line may be incidental, and the failed check is the
+evidence (the same for a program stopped by the time limit, or one that also printed its usage).
 
 A TAP runner (libuv's, glib's) is read test by test: each failed test's own lines are triaged as a program's
 would be, so a runner whose failed tests all name the environment does not block, and one real failure among
@@ -33,6 +36,11 @@ _QEMU_ITSELF = re.compile(r"ERROR:\S*\b(accel|tcg|linux-user|plugins|target|util
 _ABORT = re.compile(r"uncaught target signal 6 \(Aborted\)|^\s*Aborted\b")
 _TEST_TIMEOUT = re.compile(r"^#?\s*timeout\b|\btimed out\b", re.IGNORECASE)
 _TELLING = re.compile(r"assert|fail|error|expected|mismatch", re.IGNORECASE)
+# A line that reports one of the program's own checks failing: an assertion (glibc's, musl's, glib's, libuv's
+# wordings), a FAIL/FAILED verdict, glog's CHECK, gtest's `file:line: Failure`, what was expected against what came.
+_CHECK_FAILED = re.compile(
+    r"(?i:\bassert\w*\b.*\bfail|\bfail\w*\b.*\bassert)|\bFAIL(ED|URE|S)?\b|\bCheck failed\b|:\d+: Failure\b|"
+    r"(?i:\bexpected\b.*\b(got|actual|but was|received)\b|\b(got|actual|received)\b.*\bexpected\b)")
 _USAGE = re.compile(r"^\s*(usage|Usage|USAGE)\b|\b(usage|Usage|USAGE):|takes (exactly )?(\d+|one|two) arguments?")
 _ENVIRONMENT = [
     ("its test data is not where it looks", re.compile(
@@ -77,13 +85,18 @@ def triage(exit_code: int | None, stopped: str | None, lines: list[str], timeout
         return Triage("crashed", _crash_evidence(lines, crashes[0]))
     if exit_code is not None and exit_code < 0:
         return Triage("crashed", f"killed by signal {-exit_code}")
+    check = _failed_check(lines)  # the program's own verdict on itself outweighs any excuse
     if stopped == "timeout":
+        if check:
+            return Triage("failed", f"{check[:200]} (then still running after {timeout_s:.0f}s)")
         if any(line.strip() for line in lines):  # it loaded and was working; emulation is slow
             return Triage("environment", f"still running after {timeout_s:.0f}s under emulation "
                                          f"(last output: {_last(lines)[:160]})")
         return Triage("failed", f"timed out after {timeout_s:.0f}s without printing anything")
     if stopped:
         return Triage("failed", stopped)
+    if check:
+        return Triage("failed", check[:200])
     if exit_code in (1, 2, 64, 255) and _first(_USAGE, lines[:20]):
         return Triage("usage", f"printed its usage (exit {exit_code}; needs arguments)")
     environment = _environment(lines)
@@ -125,7 +138,11 @@ def _triage_test(lines: list[str]) -> Triage:
     if qemu:
         return Triage("environment", f"qemu-user itself failed: {qemu[:160]}")
     crashes = [line for line in lines if _CRASH.search(line)]
-    environment = _environment(lines, (("the runner's time limit struck under emulation", _TEST_TIMEOUT),))
+    runner_limit = (("the runner's time limit struck under emulation", _TEST_TIMEOUT),)
+    check = _failed_check(lines, runner_limit)
+    if check:  # a check of its own failed: whatever else it printed, that is the failure
+        return Triage("crashed", _crash_evidence(lines, crashes[0])) if crashes else Triage("failed", check[:200])
+    environment = _environment(lines, runner_limit)
     if crashes and not (environment and all(_ABORT.search(line) for line in crashes)):
         return Triage("crashed", _crash_evidence(lines, crashes[0]))
     if environment:
@@ -146,6 +163,16 @@ def _crash_evidence(lines: list[str], crash: str) -> str:
     before = lines[:lines.index(crash)]
     last_words = _first(_TELLING, before) or _last(before)
     return f"{last_words.strip()[:160]} ({crash.strip()[:80]})" if last_words else crash.strip()
+
+
+def _failed_check(lines: list[str], first: tuple[tuple[str, re.Pattern[str]], ...] = ()) -> str | None:
+    """The first line that reports one of the program's own checks failing and is not itself a line naming the
+    environment ("FAIL: cannot open data.txt: No such file or directory" is the environment's evidence; an
+    "Assertion failed" beside an incidental "Permission denied" is not)."""
+    for line in lines:
+        if _CHECK_FAILED.search(line) and not any(p.search(line) for _, p in (*first, *_ENVIRONMENT)):
+            return line.strip()
+    return None
 
 
 def _environment(lines: list[str], first: tuple[tuple[str, re.Pattern[str]], ...] = ()) -> tuple[str, str] | None:

@@ -8,29 +8,27 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 import re
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from crossbuild.env import sandbox
 from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Sandbox
 from crossbuild.env.toolchain import Toolchain
+from crossbuild.env.workspace import PRISTINE
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof import native_check
-from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, scan_tree
+from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, same_as_source, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
+from crossbuild.proof.for_build import BuildMachineOutputs
 from crossbuild.proof.second_build import build_again
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
 from crossbuild.proof.target_run import test_program_box
-
-_BUILD_MACHINE = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64", "riscv64": "EM_RISCV"}  # platform -> ELF machine
-
 
 
 @dataclass
@@ -46,8 +44,12 @@ class VerifyReport:
     probe_mismatches: list[str] = field(default_factory=list)  # probe-folder binaries not for the target
     not_binaries: list[str] = field(default_factory=list)
     allowed_host: list[str] = field(default_factory=list)
-    # programs for the build machine that the project's install leaves out: generators (sqlite3's lemon), not products
+    # programs for the build machine that the project's install leaves out: generators (sqlite3's lemon), not
+    # products; only what the build machine's compiler recorded writing (for_build.py)
     build_tools: list[str] = field(default_factory=list)
+    # binaries the build wrote in its workspace outside ROOT (install/, other folders, what it changed in src/),
+    # checked like ROOT's (paths relative to ROOT); not counted, not run
+    elsewhere: list[dict] = field(default_factory=list)
     smoke_runs: list[SmokeRun] = field(default_factory=list)
     rebuild: dict | None = None
     sandbox: str = "none"
@@ -62,8 +64,8 @@ class VerifyReport:
             said.append(f"{len(self.linker_temporaries)} linker temporaries a failed link left "
                         f"({', '.join(self.linker_temporaries[:3])})")
         if self.build_tools:
-            said.append(f"{len(self.build_tools)} programs built for the build machine that the install leaves out "
-                        f"({', '.join(self.build_tools[:3])})")
+            said.append(f"{len(self.build_tools)} programs built for the build machine (by its compiler, as "
+                        f"recorded) that the install leaves out ({', '.join(self.build_tools[:3])})")
         return "not counted: " + "; ".join(said)
 
     def proven(self) -> str:
@@ -136,30 +138,38 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         if not report.rebuild["ok"]:
             report.reasons.append(f"clean rebuild failed: {report.rebuild['error']}")
 
-    scan = scan_outputs(root, toolchain)
-    report.probes_excluded = len(scan.probes_excluded)
-    report.linker_temporaries = scan.linker_temporaries
-    report.probe_mismatches = [f"{a.path}: {'; '.join(p)}" for a in scan.probe_artifacts
-                               if (p := check_artifact(a, target))]
-    report.not_binaries = scan.not_binaries
-    if scan.incomplete:
-        report.reasons.append(f"the artifact scan is incomplete: {scan.incomplete}")
+    scans = [(root, scan_outputs(root, toolchain))]
+    if (rest := scan_elsewhere(root, toolchain)) is not None:
+        scans.append((toolchain.workspace, rest))
     bad: list[tuple[Artifact, list[str]]] = []
-    installed = _installed_names(toolchain)
-    for a in scan.artifacts:
-        problems = check_artifact(a, target)
-        if problems and matches_any(a.path.split("(")[0], allow_host):
-            report.allowed_host.append(a.path)
-            continue
-        if problems and _is_build_tool(a, installed):
-            report.build_tools.append(a.path)
-            continue
-        entry = a.to_dict()
-        entry["ok"] = not problems
-        if problems:
-            entry["problems"] = problems
-            bad.append((a, problems))
-        report.artifacts.append(entry)
+    for_build = BuildMachineOutputs(toolchain, _installed_names(toolchain))
+    for anchor, scan in scans:
+        up = None if anchor == root else os.path.relpath(anchor, os.path.realpath(root))
+
+        def shown(rel: str, up: str | None = up) -> str:  # every path relative to ROOT ("../install/bin/x")
+            return rel if up is None else os.path.join(up, rel)
+        report.probes_excluded += len(scan.probes_excluded)
+        report.linker_temporaries += [shown(rel) for rel in scan.linker_temporaries]
+        report.probe_mismatches += [f"{shown(a.path)}: {'; '.join(p)}" for a in scan.probe_artifacts
+                                    if (p := check_artifact(a, target))]
+        report.not_binaries += [shown(rel) for rel in scan.not_binaries]
+        if scan.incomplete:
+            report.reasons.append(f"the artifact scan is incomplete: {scan.incomplete}")
+        for a in scan.artifacts:
+            problems = check_artifact(a, target)
+            if problems and matches_any(shown(a.path).split("(")[0], allow_host):
+                report.allowed_host.append(shown(a.path))
+                continue
+            if problems and for_build.made(a, anchor):
+                report.build_tools.append(shown(a.path))
+                continue
+            a = replace(a, path=shown(a.path), member_of=a.member_of and shown(a.member_of))
+            entry = a.to_dict()
+            entry["ok"] = not problems
+            if problems:
+                entry["problems"] = problems
+                bad.append((a, problems))
+            (report.artifacts if anchor == root else report.elsewhere).append(entry)
     counted = [a for a in report.artifacts if a["kind"] != "unknown"]
     kinds = [a["kind"] for a in counted if not a.get("member_of")]
     report.counts = {k: kinds.count(k) for k in sorted(set(kinds))}
@@ -174,7 +184,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         report.reasons.append(f"{a.path}: {'; '.join(problems)}")
     if len(bad) > 20:
         report.reasons.append(f"... and {len(bad) - 20} more artifacts that do not fit {target.name}")
-    for rel in scan.not_binaries:
+    for rel in report.not_binaries:
         report.reasons.append(f"{rel}: named like a binary but is not one")
 
     if run_tests:
@@ -204,6 +214,26 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
 def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
     """scan_tree, leaving out crossbuild's own folders."""
     return scan_tree(root, prune=own_folders(root, toolchain))
+
+
+def scan_elsewhere(root: Path, toolchain: Toolchain | None) -> ScanResult | None:
+    """What the build wrote in its workspace outside ROOT: every folder but crossbuild's own (.xbuild/, .scratch/),
+    the install folder included, and of src/ what differs from the source as prepared (its pristine copy; all of
+    it without one). None when ROOT is the workspace itself or lies outside every workspace folder."""
+    if toolchain is None:
+        return None
+    ws = toolchain.workspace
+    try:
+        rel = Path(os.path.realpath(root)).relative_to(ws)
+    except ValueError:
+        return None
+    own = {toolchain.xbuild.name, toolchain.scratch.name}
+    if rel == Path(".") or rel.parts[0] in own:
+        return None
+    pristine = ws / PRISTINE / "src"
+    shipped = (same_as_source(ws, "src", f"{PRISTINE}/src") if pristine.is_dir() and not pristine.is_symlink()
+               else None)
+    return scan_tree(ws, prune=frozenset({*own, rel.as_posix()}), shipped=shipped)
 
 
 def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
@@ -291,10 +321,3 @@ def _installed_names(toolchain: Toolchain | None) -> set[str] | None:
     if not any(not check_artifact(a, toolchain.target) for a in scan.artifacts):
         return None
     return {Path(a.path).name for a in scan.artifacts} | {e.name for e in safefs.walk_files(install)}
-
-
-def _is_build_tool(a: Artifact, installed: set[str] | None) -> bool:
-    """A program for this build machine (a generator built with CC_FOR_BUILD) that the install leaves out. One the
-    install does ship is a product built for the wrong machine."""
-    return (installed is not None and a.kind == "executable" and a.machine == _BUILD_MACHINE.get(platform.machine())
-            and not a.member_of and Path(a.path).name not in installed)
