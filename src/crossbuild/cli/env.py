@@ -65,7 +65,8 @@ def env(
     shell: bool = typer.Option(False, "--shell", help="Print `export` lines for eval."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Write the toolchain files for TARGET and print the BuildEnv, to cross-build by hand."""
+    """Write the toolchain files for TARGET and print the BuildEnv, to cross-build by hand (in your own shell: what
+    you run with it is not sandboxed)."""
     # a person's own shell: zig writes the shared cache directly (no sandbox, no layer)
     try:
         tc = Toolchain.for_target(target_from(target), workspace_dir, prefix=prefix, isolated=False).materialise()
