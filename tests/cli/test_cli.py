@@ -86,8 +86,11 @@ def test_quick_builds_and_verifies_example(tmp_path, target, system, expect_mach
     assert test_prog is not None
     if target.endswith("windows-gnu"):
         assert test_prog["skipped"].startswith("Windows executables are scanned only")
+        # nothing ran on the target: the verdict says so, and why it is no higher
+        assert report["proof"] == "built" and "could run here" in report["proof_why"]
     else:
         assert test_prog["passed"] and test_prog["exit_code"] == 0
+        assert report["proof"] == "tested" and report["proof_counts"]["passed"] >= 1, report["proof_counts"]
         assert f"test_calc on {expect_machine.removeprefix('EM_').lower().replace('riscv', 'riscv64')}" in \
             test_prog["output_tail"] or "7 passed, 0 failed" in test_prog["output_tail"]
     assert (src / "CMakeLists.txt").read_text() == (EXAMPLE / "CMakeLists.txt").read_text()

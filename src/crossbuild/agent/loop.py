@@ -370,7 +370,8 @@ class Agent:
                         rebuild_steps=replay_steps(self.ctx) or None, rebuild_edits=self.ctx.edited,
                         build_machine_check=build_machine_check)
         self.emit(Event("verify", {"step": self.steps, "ok": report.ok, "reasons": report.reasons[:10],
-                                   "counts": report.counts, "output_dir": out_dir}))
+                                   "counts": report.counts, "output_dir": out_dir, "proof": report.proof,
+                                   "proof_counts": report.proof_counts, "proof_why": report.proof_why}))
         return report
 
 

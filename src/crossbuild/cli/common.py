@@ -111,7 +111,8 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
             runs.add_row(r.path, result, f"{r.duration_s:.2f}s", r.output_tail[-300:])
         print_table(runs)
     if report.ok:
-        console.print(f"[bold green]VERIFIED[/] for {report.target}")
+        console.print(f"[bold green]VERIFIED[/] for {report.target}; proof: {escape(report.level().phrase())}",
+                      highlight=False)
     else:
         console.print(f"[bold red]NOT VERIFIED[/] for {report.target}:")
         for reason in report.reasons:

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from crossbuild.cli.common import console, err, fail, open_trace, print_table
+from crossbuild.proof.levels import Proof
 from crossbuild.trace import runs as runs_mod
 
 runs_app = typer.Typer(help="The record of past runs (SQLite trace).", no_args_is_help=True)
@@ -79,6 +80,11 @@ def runs_show(run_id: str = typer.Argument(..., help="A run id (or a unique pref
                       + (f" --db {db}" if db else ""), markup=False, highlight=False)
     else:
         console.print(f"outcome: {run['message'] or ''}"[:2000], markup=False, highlight=False)
+        verdict = json.loads(run["verify_json"] or "null") or {}
+        if verdict.get("ok"):  # what ran on the target
+            level = Proof(verdict.get("proof"), verdict.get("proof_counts") or {}, verdict.get("proof_why"))
+            console.print(f"proof: {level.phrase() if level.level else 'not recorded (a run from before levels)'}",
+                          markup=False, highlight=False)
 
 
 @runs_app.command("stats")

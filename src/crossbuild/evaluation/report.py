@@ -127,7 +127,22 @@ def _summary(rows: list[dict[str, Any]], meta: dict[str, Any], name: str, comman
         + ("; without source hints (each workspace without debian/)" if meta.get("config", {}).get("source_hints")
            is False else "") + ".", "",
         f"**Verified: {verified}/{total} ({verified / total:.0%}); strict success (right target, every expected "
-        f"artifact, functional check, clean rebuild): {strict}/{total} ({strict / total:.0%}).**", ""]
+        f"artifact, functional check, clean rebuild): {strict}/{total} ({strict / total:.0%}).**", "",
+        *_by_proof(rows)]
+
+
+def _by_proof(rows: list[dict[str, Any]]) -> list[str]:
+    """Verified cells by what ran on the target (proof levels), per target; rows from before the levels count as
+    `unknown`."""
+    cells = []
+    for target in sorted({r["target"] for r in rows}):
+        mine = [r for r in rows if r["target"] == target]
+        verified = [r for r in mine if r.get("status") == "verified"]
+        counts = [sum(1 for r in verified if r.get("proof", "unknown") == level)
+                  for level in ("tested", "exercised", "built", "unknown")]
+        cells.append([target, len(mine), *(f"{k} ({k / len(mine):.0%})" for k in counts)])
+    return ["## Verified cells by proof level (what ran on the target)", "",
+            *_table(("target", "cells", "tested", "exercised", "built", "unknown"), cells), ""]
 
 
 def _success_tables(rows: list[dict[str, Any]]) -> list[str]:

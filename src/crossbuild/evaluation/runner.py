@@ -114,6 +114,9 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
     usage = outcome.get("usage") or {}
     return {**row, "run_id": outcome["run_id"], "status": outcome["status"], "stop_reason": outcome["stop_reason"],
             "message": (outcome.get("message") or "")[:1500], "levels": levels,
+            # what ran on the target (proof/levels.py): tested | exercised | built, None when not verified
+            "proof": (outcome.get("verify") or {}).get("proof"),
+            "proof_counts": (outcome.get("verify") or {}).get("proof_counts"),
             # a glibc build after the musl one ended on what musl lacks is no success on the musl target asked for
             "strict_success": all(levels[k] for k in ("right_target", "expected", "rebuild"))
             and (levels["functional"] is not False) and not outcome.get("libc_switch"),

@@ -26,6 +26,7 @@ from crossbuild.proof import native_check
 from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, same_as_source, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
 from crossbuild.proof.for_build import BuildMachineOutputs
+from crossbuild.proof.levels import Proof, proof_of
 from crossbuild.proof.second_build import build_again
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
 from crossbuild.proof.target_run import test_program_box
@@ -54,9 +55,17 @@ class VerifyReport:
     rebuild: dict | None = None
     sandbox: str = "none"
     run_tests: bool = True
+    # what ran on the target (levels.py): tested | exercised | built, or None when not verified; with the counts of
+    # test programs and what keeps the verdict from the next level up
+    proof: str | None = None
+    proof_counts: dict[str, int] = field(default_factory=dict)
+    proof_why: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def level(self) -> Proof:
+        return Proof(self.proof, self.proof_counts, self.proof_why)
 
     def not_counted(self) -> str:
         said = []
@@ -103,6 +112,8 @@ class VerifyReport:
         counts = ", ".join(f"{k}: {v}" for k, v in self.counts.items()) or "no binaries"
         lines = [f"{'VERIFIED' if self.ok else 'NOT VERIFIED'} for {self.target}: {shown_root} ({counts})",
                  f"  {self.proven()}"]
+        if self.ok:
+            lines.append(f"  proof: {self.level().phrase()}")
         for run in self.smoke_runs[:limit]:
             lines.append(f"  smoke run {run.path}: {run.outcome()}")
             if run.failed:  # what it printed last: what a model needs to find the cause
@@ -208,6 +219,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             if run.failed:
                 report.reasons.append(f"smoke run {run.path} failed under qemu ({run.why})")
     report.ok = not report.reasons
+    proof = proof_of(report.ok, run_tests, report.smoke_runs)
+    report.proof, report.proof_counts, report.proof_why = proof.level, proof.counts, proof.why_not_higher
     return report
 
 

@@ -254,6 +254,7 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     if rebuild and not steps:
         text += "\n  clean rebuild: not run (no successful build commands in this session to replay)"
     data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons, "proven": report.proven(),
+            "proof": report.proof, "proof_counts": report.proof_counts, "proof_why": report.proof_why,
             "linker_temporaries": report.linker_temporaries, "build_tools": report.build_tools,
             "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped, "triage": r.triage, "why": r.why,
                             "outcome": r.outcome()}

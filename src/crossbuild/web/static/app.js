@@ -84,7 +84,7 @@ class RunPage {
     on("tool_call", this.toolCall);
     on("tool_result", this.toolResult);
     on("verify", (d) => this.step(d.step).append(el("p", {class: `verify ${d.ok ? "ok" : "bad"}`,
-      textContent: `verify ${d.output_dir || ""}: ${d.ok ? "VERIFIED" : "not verified"}` +
+      textContent: `verify ${d.output_dir || ""}: ${d.ok ? `VERIFIED (${d.proof || "?"})` : "not verified"}` +
                    (d.reasons.length ? ` — ${d.reasons.join("; ")}` : "")})));
     on("note", (d) => this.note(d.step, d.message));
     on("finished", this.finished);
@@ -189,6 +189,7 @@ class RunPage {
     body.replaceChildren(
       el("p", {class: `verify ${v.ok ? "ok" : "bad"}`, textContent: v.ok ? `VERIFIED for ${v.target}`
         : `NOT VERIFIED for ${v.target}: ${(v.reasons || []).join("; ")}`}),
+      v.ok ? el("p", {id: "proof", textContent: proofPhrase(v)}) : null,
       el("table", {id: "artifacts"}, head("artifact", "kind", "format", "machine", "details", "ok"),
          el("tbody", {}, ...rows)),
       v.rebuild ? el("p", {textContent: `clean rebuild: ${v.rebuild.ok ? "passed" : v.rebuild.error}`}) : null,
@@ -213,3 +214,13 @@ startForm();
 refreshRuns();
 const runSection = document.getElementById("run");
 if (runSection) new RunPage(runSection).watch();
+
+// What ran on the target (proof/levels.py's phrase): "tested (3 of 3 test programs passed ...)" or "built: why".
+function proofPhrase(v) {
+  const c = v.proof_counts || {};
+  if (v.proof === "tested") {
+    return `proof: tested (${c.passed} of ${c.ran} test programs passed on the target` +
+      (c.not_counted ? `, ${c.not_counted} not counted)` : ")");
+  }
+  return v.proof ? `proof: ${v.proof}: ${v.proof_why}` : "proof: not recorded (a run from before proof levels)";
+}
