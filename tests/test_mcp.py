@@ -432,6 +432,7 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
             assert [(s["path"], s["passed"], s["outcome"]) for s in data["smoke_runs"]] == \
                 [("bin/walk_test", True, "passed (exit 0)")]
             assert "smoke run bin/walk_test: passed (exit 0)" in _text(r)  # the same words in text and data
+            assert data["proof"] == "tested" and "proof: tested (1 of 1 test programs passed" in _text(r)
 
             r = await c.call_tool("run_command", {"command": "cp build/walk_test build/walk_test.tmp1a2b3c4"})
             assert not r.is_error
@@ -440,6 +441,8 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
             assert r.structured_content["data"]["linker_temporaries"] == ["walk_test.tmp1a2b3c4"]
             assert "not counted: 1 linker temporaries" in _text(r)
             assert "test programs: none run (run_tests was off)" in _text(r)
+            assert r.structured_content["data"]["proof"] == "built" and "proof: built: test programs were not run" \
+                in _text(r)
 
     async def after_reconnect():
         async with Client(params) as c:
