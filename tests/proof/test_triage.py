@@ -55,6 +55,8 @@ def test_a_failure_without_evidence_blocks(exit_code, lines):
     (1, ["not ok 1 - spawn_exit_code", "# execve(): Exec format error"]),
     (1, ["/bin/sh: 1: ./helper: Exec format error"]),
     (126, ["sh: ./helper: cannot execute binary file: Exec format error"]),
+    # the sandbox could not start the program at all (its emulator not visible inside): not "test data missing"
+    (1, ["bwrap: execvp /home/u/bin/qemu-x86_64: No such file or directory"]),
 ])
 def test_load_failures_and_crashes_block_whatever_else_is_printed(exit_code, lines):
     t = triage(exit_code, None, lines, 60)

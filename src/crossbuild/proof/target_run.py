@@ -28,7 +28,7 @@ def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
     qemu = host.find_tool(target.qemu)
     if not qemu:
         return None, f"{target.qemu} is not installed: `apt-get install qemu-user`"
-    return [qemu], None
+    return [os.path.realpath(qemu)], None  # the file itself: a link on PATH (~/bin) may point where sandboxes see
 
 
 def exec_handler(target: Target) -> str | None:

@@ -30,7 +30,9 @@ _CRASH = re.compile(r"qemu: uncaught target signal|Segmentation fault|Illegal in
                     r"Error relocating|Error loading shared library|error while loading shared libraries|"
                     r"cannot open shared object file|symbol not found|Could not open '|cannot execute binary file|"
                     r"(\bexec\w*(\(\))?|[\w.+-]*/[\w./+-]+): Exec format error|"
-                    r"core dumped|Aborted|stack smashing detected|symbol lookup error|version `GLIBC_[\d.]+' not found")
+                    r"core dumped|Aborted|stack smashing detected|symbol lookup error|version `GLIBC_[\d.]+' not found|"
+                    # the sandbox could not start it (its runner missing, a mount failing): nothing of it ran
+                    r"^bwrap: ")
 _QEMU_ITSELF = re.compile(r"ERROR:\S*\b(accel|tcg|linux-user|plugins|target|util)/\S+:\d+:\S+: assertion failed|"
                           r"qemu-\w+: \S+:\d+: \S+: Assertion .* failed")
 _ABORT = re.compile(r"uncaught target signal 6 \(Aborted\)|^\s*Aborted\b")
