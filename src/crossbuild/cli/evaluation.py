@@ -1,4 +1,4 @@
-"""`crossbuild eval run | report | compare`: the evaluation harness on real projects."""
+"""`crossbuild eval run | report | compare | corpus generate`: the evaluation harness on real projects."""
 
 from __future__ import annotations
 
@@ -109,6 +109,40 @@ def eval_compare(a: Path = typer.Argument(...), b: Path = typer.Argument(...)) -
             err.print(f"[red]error:[/] {d}/results.jsonl does not exist")
             raise typer.Exit(2)
     console.print(compare(a, b).text(), markup=False, highlight=False)
+
+
+corpus_app = typer.Typer(help="Corpus manifests generated from Debian's own indices.", no_args_is_help=True)
+eval_app.add_typer(corpus_app, name="corpus")
+
+
+@corpus_app.command("generate")
+def corpus_generate(
+    out: Path = typer.Option(..., "--out", help="Folder for the manifests and index.json, e.g. corpus/population."),
+    sample: int = typer.Option(None, "--sample", min=1, help="Write only a stratified random sample of N projects."),
+    seed: int = typer.Option(None, "--seed", min=0, help="The sample's random seed (with --sample)."),
+) -> None:
+    """The population of Debian 12 C/C++ libraries the README's rule admits, as pinned manifests (or a sample)."""
+    from crossbuild.evaluation import population
+    from crossbuild.foundation import host
+
+    if (sample is None) != (seed is None):
+        fail("--sample and --seed go together: give both (a sample is drawn reproducibly from its seed)")
+    say = lambda line: err.print(line, markup=False, highlight=False)  # noqa: E731
+    try:
+        population.check_out(out)
+        pop = population.generate(population.Indices.from_apt(say), host.cache_root() / "population", say)
+    except population.PopulationError as e:
+        fail(str(e))
+    for line in pop.skipped:
+        say(f"skipped {line}")
+    try:
+        written = population.write(pop, out, n=sample, seed=seed or 0)
+    except population.PopulationError as e:
+        fail(str(e))
+    systems = ", ".join(f"{k} {v}" for k, v in pop.breakdown("build_system").items())
+    console.print(f"population: {len(pop.members)} source packages ({systems}); {len(pop.skipped)} skipped as "
+                  "unavailable", markup=False, highlight=False)
+    console.print(f"written: {len(written)} manifests and {population.INDEX} to {out}", markup=False, highlight=False)
 
 
 def command_line() -> str:
