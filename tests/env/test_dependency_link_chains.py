@@ -12,6 +12,7 @@ import pytest
 
 from crossbuild.env import dependency_cache as deps
 from crossbuild.foundation import safefs
+from tests.foundation.test_safefs_link_chains import _tree
 
 TARGET = "x86_64-linux-musl"
 
@@ -34,17 +35,7 @@ def _stage(tmp_path: Path, name: str, prefix: Path, entries: dict[str, str | Non
     """A DESTDIR as a dependency's install step leaves it: ENTRIES below the prefix's path (text, "->link", None for
     a folder)."""
     stage = tmp_path / f"stage-{name}"
-    root = stage / str(prefix).lstrip("/")
-    root.mkdir(parents=True)
-    for rel, what in {f"lib/lib{name}.a": "!<arch>\n", **entries}.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if what is None:
-            p.mkdir(exist_ok=True)
-        elif what.startswith("->"):
-            p.symlink_to(what[2:])
-        else:
-            p.write_text(what)
+    _tree(stage / str(prefix).lstrip("/"), {f"lib/lib{name}.a": "!<arch>\n", **entries})
     return stage
 
 
