@@ -19,7 +19,8 @@ from crossbuild.agent.graph import GraphAgent
 from crossbuild.agent.loop import Agent, RunOutcome
 from crossbuild.agent.resume import NotResumable, Replay
 from crossbuild.env import sandbox, workspace
-from crossbuild.foundation import host, safefs
+from crossbuild.env.toolchain import default_prefix
+from crossbuild.foundation import safefs
 from crossbuild.foundation.settings import Resolved
 from crossbuild.foundation.targets import Target, parse_target
 from crossbuild.models import ModelConfig, ScriptedModel, make_model
@@ -244,9 +245,8 @@ def _is_workspace(root: Path) -> bool:
 
 def _not_taken(stored: dict[str, Any], req: BuildRequest, stored_model: dict[str, Any]) -> list[str]:
     """The stored run's security-relevant settings that the resumed run does not use, for a person to re-give."""
-    default_prefix = host.cache_root() / "prefix" / req.target.name  # what Toolchain.for_target takes
     now = {"sandbox": sandbox.require(req.sandbox_backend).backend,
-           "prefix": str((req.prefix or default_prefix).resolve()), "dep_sources": req.dep_sources,
+           "prefix": str((req.prefix or default_prefix(req.target)).resolve()), "dep_sources": req.dep_sources,
            "passthrough": sorted(req.passthrough), "base_url": req.model.base_url}
     before = {"sandbox": stored.get("sandbox"), "prefix": stored.get("prefix"),
               "dep_sources": stored.get("dep_sources") or {}, "passthrough": stored.get("passthrough") or [],

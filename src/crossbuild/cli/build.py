@@ -13,7 +13,16 @@ import typer
 from crossbuild.agent import session
 from crossbuild.agent.loop import RunOutcome
 from crossbuild.agent.resume import NotResumable
-from crossbuild.cli.common import console, err, fail, load_settings, open_trace, print_report, target_from
+from crossbuild.cli.common import (
+    console,
+    err,
+    fail,
+    load_settings,
+    open_trace,
+    print_report,
+    require_sandbox,
+    target_from,
+)
 from crossbuild.cli.progress import MODES, renderer
 from crossbuild.env import sandbox, workspace
 from crossbuild.foundation.background import call_in_thread
@@ -89,10 +98,7 @@ def build_command(
         "keep_features": keep_features, "keep_libc": keep_libc, "budgets.max_steps": max_steps,
         "dependencies": _dep_sources(dep_source) or None, "sandbox": sandbox_backend})
     s = resolved.settings
-    try:
-        sandbox.require(s.sandbox)  # no sandbox is never silent: refused here unless chosen by name
-    except sandbox.NoSandbox as e:
-        fail(str(e))
+    require_sandbox(s.sandbox)  # no sandbox is never silent: refused here unless chosen by name
     if resume:
         if db is not None and db.exists():
             open_trace(db).close()

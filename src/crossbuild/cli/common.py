@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from crossbuild.env import sandbox
 from crossbuild.foundation import settings
 from crossbuild.foundation.targets import Target, UnknownTargetError, parse_target
 from crossbuild.proof.verify import VerifyReport
@@ -40,6 +41,14 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """One red line on stderr, then exit: the shape of every user-facing error."""
     err.print(f"[red]error:[/] {message}")
     raise typer.Exit(code)
+
+
+def require_sandbox(backend: str) -> None:
+    """The one-line refusal when BACKEND gives no sandbox here and the user did not choose `none` by name."""
+    try:
+        sandbox.require(backend)
+    except sandbox.NoSandbox as e:
+        fail(str(e))
 
 
 def target_from(name: str) -> Target:

@@ -9,8 +9,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from crossbuild.cli.common import console, err, fail, target_from
-from crossbuild.env import sandbox
+from crossbuild.cli.common import console, err, fail, require_sandbox, target_from
 
 eval_app = typer.Typer(help="Evaluate crossbuild on a pinned corpus of real projects.", no_args_is_help=True)
 
@@ -42,10 +41,7 @@ def eval_run(
         target_from(t)
     if executor not in ("local", "ray"):
         raise typer.BadParameter("use local or ray", param_hint="--executor")
-    try:
-        sandbox.require(sandbox_backend)  # said once here, not as every cell's error
-    except sandbox.NoSandbox as e:
-        fail(str(e))
+    require_sandbox(sandbox_backend)  # said once here, not as every cell's error
     try:
         projects = corpus.load(corpus_dir, only.split(",") if only else None)
     except corpus.CorpusError as e:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from crossbuild.cli.common import err, fail, load_settings, target_from
+from crossbuild.cli.common import err, load_settings, require_sandbox, target_from
 from crossbuild.env import sandbox
 
 app = typer.Typer()
@@ -47,10 +47,7 @@ def mcp(
         if not r.is_dir():
             raise typer.BadParameter(f"{r} is not a folder", param_hint="--root")
     backend = load_settings(None, False, {"sandbox": sandbox_backend}).settings.sandbox
-    try:
-        sandbox.require(backend)  # every tool call builds: without a sandbox the server does not start
-    except sandbox.NoSandbox as e:
-        fail(str(e))
+    require_sandbox(backend)  # every tool call builds: without a sandbox the server does not start
     if backend == "none":
         err.print(f"[bold red]warning: {sandbox.UNSANDBOXED}[/]", highlight=False)
     app_ = mcp_server.CrossbuildMCP(default=default, sandbox_backend=backend, roots=roots or None,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from crossbuild.cli.common import console, err, fail, print_report, target_from
+from crossbuild.cli.common import console, err, print_report, require_sandbox, target_from
 from crossbuild.env import recipes, sandbox, workspace
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.proof.verify import verify as run_verify
@@ -29,7 +29,9 @@ def verify(
     t = target_from(target)
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
-    box = None if no_run else _sandbox(lambda: sandbox.for_tree(directory.resolve(), sandbox_backend))
+    if not no_run:
+        require_sandbox(sandbox_backend)
+    box = None if no_run else sandbox.for_tree(directory.resolve(), sandbox_backend)
     report = run_verify(directory.resolve(), t, run_tests=not no_run, allow_host=allow_host, box=box)
     print_report(report, as_json)
     raise typer.Exit(0 if report.ok else 1)
@@ -47,7 +49,7 @@ def quick(
 ) -> None:
     """Cross-build SOURCE with the standard recipe of its build system (no agent), then verify it."""
     t = target_from(target)
-    _sandbox(lambda: sandbox.require(sandbox_backend))  # before anything is made
+    require_sandbox(sandbox_backend)  # before anything is made
     root = workspace_dir or workspace.new_root(Path("crossbuild-runs"), source, t.name)
     try:
         ws = workspace.prepare(source, root)
@@ -74,11 +76,3 @@ def quick(
                         rebuild_steps=steps if rebuild else None)
     print_report(report, as_json)
     raise typer.Exit(0 if report.ok else 1)
-
-
-def _sandbox(make):
-    """MAKE(), or the one-line refusal when no sandbox can be made and the user did not choose none."""
-    try:
-        return make()
-    except sandbox.NoSandbox as e:
-        fail(str(e))

@@ -73,6 +73,11 @@ class BuildEnv:
         return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in sorted(self.vars.items()))
 
 
+def default_prefix(target: Target) -> Path:
+    """The shared per-target prefix dependencies are installed into when no --prefix is given."""
+    return host.cache_root() / "prefix" / target.name
+
+
 @dataclass(frozen=True)
 class Toolchain:
     target: Target
@@ -98,7 +103,7 @@ class Toolchain:
         return cls(
             target=target,
             workspace=workspace,
-            prefix=Path(prefix).resolve() if prefix else host.cache_root() / "prefix" / target.name,
+            prefix=Path(prefix).resolve() if prefix else default_prefix(target),
             zig=zig,
             zig_cache=Path(zig_cache).resolve() if zig_cache else host.zig_cache_dir(target.zig_target),
             isolated=isolated,
