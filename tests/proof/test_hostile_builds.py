@@ -6,7 +6,8 @@ verdict (VerifyReport.ok and its reasons) is what is checked.
   told by the build systems' records, never by a folder name (real configures' probes still are excluded);
 - every folder the build wrote is scanned, the install folder and other folders of the workspace included;
 - a program for the build machine is a generator only when crossbuild's build-machine compiler recorded writing it;
-- a failed test's excuse must be tied to the failure: an assertion beside an incidental "Permission denied" blocks.
+- a failed test's excuse must be tied to the failure: an assertion beside an incidental "Permission denied" blocks,
+  and a missing file excuses only when the line names a path outside the workspace (issue 34).
 """
 
 from __future__ import annotations
@@ -298,6 +299,7 @@ project(excuses C)
 add_executable(test_perm test_perm.c)
 add_executable(test_missing test_missing.c)
 add_executable(test_data test_data.c)
+add_executable(test_fixed test_fixed.c)
 """
 TEST_PERM = r"""#include <errno.h>
 #include <stdio.h>
@@ -323,19 +325,25 @@ TEST_DATA = r"""#include <errno.h>
 #include <string.h>
 int main(void) { printf("cannot open data/input.txt: %s\n", strerror(ENOENT)); return 1; }
 """
+TEST_FIXED = r"""#include <stdio.h>
+int main(void) { puts("cannot open /usr/share/excuses/input.txt: No such file or directory"); return 1; }
+"""
 
 
 def test_a_failed_check_beside_an_incidental_environment_line_blocks(tmp_path):
     tc = prepared(tmp_path, {"CMakeLists.txt": TESTS_CMAKE, "test_perm.c": TEST_PERM,
-                             "test_missing.c": TEST_MISSING, "test_data.c": TEST_DATA})
+                             "test_missing.c": TEST_MISSING, "test_data.c": TEST_DATA,
+                             "test_fixed.c": TEST_FIXED})
     build(tc, f"cmake -S src -B build {' '.join(tc.cmake_args())}", "cmake --build build")
     report = verify(tc.workspace / "build", AARCH64, toolchain=tc)
     runs = {r.path: r for r in report.smoke_runs}
-    assert set(runs) == {"test_perm", "test_missing", "test_data"}, report.smoke_runs
+    assert set(runs) == {"test_perm", "test_missing", "test_data", "test_fixed"}, report.smoke_runs
     assert runs["test_perm"].failed and runs["test_perm"].why.startswith("Assertion failed: sum == 42"), runs
     assert runs["test_missing"].failed and runs["test_missing"].why == "FAIL: checksum: expected 42, got 41"
-    # the environment's line alone still explains a failure
-    assert runs["test_data"].triage == "environment" and not runs["test_data"].failed
+    # the project's own data missing is no evidence of the sandbox; a path outside the workspace alone is
+    assert runs["test_data"].failed and runs["test_data"].why == "exit 1", runs
+    assert runs["test_fixed"].triage == "environment" and not runs["test_fixed"].failed
+    assert runs["test_fixed"].why.endswith("cannot open /usr/share/excuses/input.txt: No such file or directory")
     assert not report.ok
     assert {r.split(" failed under qemu")[0] for r in report.reasons if r.startswith("smoke run")} == {
-        "smoke run test_perm", "smoke run test_missing"}
+        "smoke run test_perm", "smoke run test_missing", "smoke run test_data"}

@@ -7,28 +7,41 @@ import pytest
 from crossbuild.proof import tap
 from crossbuild.proof.triage import triage
 
+WS = "/ws"  # the workspace the programs ran in: paths below it are the project's own
 LIBARCHIVE = ["Unable to locate known reference file test_compat_gtar_1.tar.uu", "  Checked following directories:",
               "/ws/build/bin", "/ws/build/bin/test", "Use -r option to specify full path to reference directory"]
 
 
+def verdict(exit_code, lines, stopped=None, timeout_s=60, scale=1.0):
+    return triage(exit_code, stopped, lines, timeout_s, scale=scale, workspace=WS)
+
+
 @pytest.mark.parametrize("lines, why", [
-    (LIBARCHIVE, "its test data is not where it looks: Unable to locate known reference file"),
     (["connect: Network is unreachable"], "the sandbox has no network"),
+    (["connect to 127.0.0.1:4433: Connection refused"], "the sandbox has no network"),
     # mbedtls' udp_proxy
     (["  . Connect to server on UDP/localhost/4433 ... failed", "  ! mbedtls_net_connect returned -82",
       "Last error was: -0x0052 - NET - Failed to get an IP address for the given hostname"],
      "the sandbox has no network"),
     (["qemu: Unsupported syscall: 434"], "qemu-user does not emulate it"),
-    (["tcgetattr: Inappropriate ioctl for device"], "it needs a terminal"),
+    (["pidfd_open: Function not implemented"], "qemu-user does not emulate it"),
+    (["clone3 returned ENOSYS"], "qemu-user does not emulate it"),
+    (["PTRACE_TRACEME: Operation not permitted"], "qemu-user does not emulate it"),
     # musl's wordings (strerror and gai_strerror printed by a musl program here)
     (["connect: Network unreachable"], "the sandbox has no network"),
     (["connect: Address not available"], "the sandbox has no network"),
     (["getaddrinfo example.org: Name does not resolve"], "the sandbox has no network"),
-    (["tcgetattr: Not a tty"], "it needs a terminal"),
+    # a path the program hard-codes outside the workspace, which the sandbox does not provide
+    (["loading", "cannot open /usr/share/foo/data.txt: No such file or directory"],
+     "it needs /usr/share/foo/data.txt, outside the workspace, which the sandbox does not provide: cannot open "
+     "/usr/share/foo/data.txt: No such file or directory"),
+    (["open /dev/tty: No such device or address"], "it needs /dev/tty, outside the workspace"),
+    (["writing '/var/lib/foo/state': Read-only file system"], "it needs /var/lib/foo/state, outside"),
+    (["fopen(/etc/foo.conf) failed: Permission denied"], "it needs /etc/foo.conf, outside"),
 ])
-def test_output_that_blames_the_environment_does_not_block(lines, why):
-    t = triage(1, None, lines, 60)
-    assert t.kind == "environment" and not t.blocks and t.why.startswith(why)
+def test_evidence_of_the_emulator_or_the_sandbox_does_not_block(lines, why):
+    t = verdict(1, lines)
+    assert t.kind == "environment" and not t.blocks and t.why.startswith(why), t
 
 
 @pytest.mark.parametrize("exit_code, lines", [
@@ -37,10 +50,29 @@ def test_output_that_blames_the_environment_does_not_block(lines, why):
     # glog's logging test prints strerror(ENOEXEC) as its data: not a program that failed to start
     (1, ["-EYEARDATE TIME__ THREADID logging_unittest.cc:LINE] Plog every 2, iteration 9: Exec format error [8]"]),
     (3, []),
+    # the project's own test data: no path outside the workspace is named (issue 34: libarchive was excused so)
+    (1, LIBARCHIVE),
+    (1, ["No such file or directory"]),
+    (1, ["cannot open data/input.txt: No such file or directory"]),
+    (1, ["cannot open /ws/src/tests/data.txt: No such file or directory"]),
+    (1, ["cannot open /ws/../ws/build/x.dat: No such file or directory"]),
+    (1, ["error at /build/src/t.c:12: open input: Permission denied"]),  # a source location names no file it wanted
+    (1, ["open /tmp/fixture/a: No such file or directory"]),  # the sandbox's own /tmp is there
+    (1, ["fetching http://example.org/x: not found"]),
+    # what the old rules excused without a path: a terminal, the sandbox's permissions
+    (1, ["tcgetattr: Inappropriate ioctl for device"]),
+    (1, ["tcgetattr: Not a tty"]),
+    (1, ["chown: Operation not permitted"]),
+    (1, ["expected 0, got -1: Operation not permitted"]),
 ])
 def test_a_failure_without_evidence_blocks(exit_code, lines):
-    t = triage(exit_code, None, lines, 60)
-    assert t.kind == "failed" and t.blocks
+    t = verdict(exit_code, lines)
+    assert t.kind == "failed" and t.blocks, t
+
+
+def test_no_printed_path_is_evidence_when_the_workspace_is_unknown():
+    t = triage(1, None, ["cannot open /usr/share/foo/data.txt: No such file or directory"], 60)
+    assert t.kind == "failed", t
 
 
 @pytest.mark.parametrize("exit_code, lines", [
@@ -55,11 +87,11 @@ def test_a_failure_without_evidence_blocks(exit_code, lines):
     (1, ["not ok 1 - spawn_exit_code", "# execve(): Exec format error"]),
     (1, ["/bin/sh: 1: ./helper: Exec format error"]),
     (126, ["sh: ./helper: cannot execute binary file: Exec format error"]),
-    # the sandbox could not start the program at all (its emulator not visible inside): not "test data missing"
+    # the sandbox could not start the program at all (its emulator not visible inside): not a path it hard-codes
     (1, ["bwrap: execvp /home/u/bin/qemu-x86_64: No such file or directory"]),
 ])
 def test_load_failures_and_crashes_block_whatever_else_is_printed(exit_code, lines):
-    t = triage(exit_code, None, lines, 60)
+    t = verdict(exit_code, lines)
     assert t.kind == "crashed" and t.blocks
 
 
@@ -67,23 +99,35 @@ def test_a_crash_is_told_with_the_failed_assert_before_it():
     """musl's and glibc's assert() wordings, then qemu's report of the abort: the assert is the evidence."""
     for said in ("Assertion failed: mul(2, 3) == 6 (check_mul.c: main: 3)",
                  "check_mul: check_mul.c:3: main: Assertion `mul(2, 3) == 6' failed."):
-        t = triage(134, None, ["starting", said, "qemu: uncaught target signal 6 (Aborted) - core dumped"], 60)
+        t = verdict(134, ["starting", said, "qemu: uncaught target signal 6 (Aborted) - core dumped"])
         assert t.kind == "crashed" and t.why.startswith(said) and "signal 6" in t.why, t
-    t = triage(-11, None, ["loaded 3 rows", "qemu: uncaught target signal 11 (Segmentation fault) - core dumped"], 60)
+    t = verdict(-11, ["loaded 3 rows", "qemu: uncaught target signal 11 (Segmentation fault) - core dumped"])
     assert t.why == "loaded 3 rows (qemu: uncaught target signal 11 (Segmentation fault) - core dumped)"
 
 
 def test_usage_printed_in_the_words_real_programs_use():
     zeroize = ["This program takes exactly 1 argument", "Zeroize is a simple program to assist with testing",
                "prints the first 1024 characters. Usage:", "", "       zeroize <FILE>"]  # mbedtls
-    assert triage(1, None, zeroize, 60).kind == "usage"
+    assert verdict(1, zeroize).kind == "usage"
 
 
-def test_a_timeout_counts_only_as_slow_emulation_when_the_program_was_working():
-    assert triage(None, "timeout", ["round 1 of 100"], 60).kind == "environment"
-    assert triage(None, "timeout", ["", "  "], 60).blocks
-    assert triage(None, "timeout", ["[crossbuild: stopped (timeout) after 60.0s; process tree killed]"], 60).blocks
-    assert triage(None, "output_limit", ["x"] * 10, 60).blocks
+@pytest.mark.parametrize("lines, detail", [
+    (["round 1 of 100"], "; last output: round 1 of 100"),
+    (["", "  "], " without printing anything"),
+    (["[crossbuild: stopped (timeout) after 60.0s; process tree killed]"], " without printing anything"),
+    # whatever was printed before: evidence, qemu's own failure, a usage line
+    (["connect: Network is unreachable", "retrying"], "; last output: retrying"),
+    (["ERROR:../../accel/tcg/cpu-exec.c:954:cpu_exec: assertion failed: (cpu == current_cpu)"],
+     "; ERROR:../../accel/tcg/cpu-exec.c:954:cpu_exec: assertion failed"),
+    (["cannot open /usr/share/foo/data.txt: No such file or directory"], "; last output: cannot open /usr/share"),
+])
+def test_a_timeout_is_a_failure_named_with_its_scaled_limit(lines, detail):
+    t = verdict(None, lines, stopped="timeout", timeout_s=240, scale=4)
+    assert t.kind == "failed" and t.blocks, t
+    assert t.why.startswith("timed out after 240s (limit scaled x4 for emulation)" + detail), t.why
+    unscaled = verdict(None, lines, stopped="timeout", timeout_s=60)
+    assert unscaled.why.startswith("timed out after 60s (limit not scaled)"), unscaled.why
+    assert verdict(None, ["x"] * 10, stopped="output_limit").blocks
 
 
 # libuv's uv_run_tests on arm-linux-musleabihf (1.44.2, before its fixtures were found): each test runs in a child,
@@ -108,40 +152,52 @@ SEGFAULT_AFTER_NETWORK = ["not ok 4 - tcp_read", "# connect: Network is unreacha
                           "# qemu: uncaught target signal 11 (Segmentation fault) - core dumped"]
 
 
-def test_a_tap_runner_whose_failed_tests_each_name_the_environment_does_not_block():
-    t = triage(1, None, UV_PASSING + UV_QEMU_FORK + ["ok 41 - fork_timer"] + UV_DNS + NO_NETWORK, 60)
+def test_a_tap_runner_whose_failed_tests_each_show_evidence_does_not_block():
+    t = verdict(1, UV_PASSING + UV_QEMU_FORK + ["ok 41 - fork_timer"] + NO_NETWORK)
     assert t.kind == "environment" and not t.blocks, t
-    assert t.why.startswith("3 of 6 tests failed, each for the test environment: 40 - "
+    assert t.why.startswith("2 of 5 tests failed, each for the emulator or the sandbox: 40 - "
                             "fork_threadpool_queue_work_simple: qemu-user itself failed: "
                             "ERROR:../../accel/tcg/cpu-exec.c:954"), t.why
-    assert "121 - getaddrinfo_basic: the runner's time limit struck under emulation" in t.why
     assert "3 - tcp_connect: the sandbox has no network: connect: Network unreachable (then aborted)" in t.why
-    # stopped by crossbuild's own limit while still passing tests: slow emulation, with the same evidence
-    slow = triage(None, "timeout", UV_PASSING + UV_DNS, 60)
-    assert slow.kind == "environment" and slow.why.startswith("still running after 60s under emulation; 1 of 3 "
-                                                              "tests run (410 planned) failed"), slow.why
-    unplanned = triage(None, "timeout", UV_PASSING[1:] + UV_DNS, 60)  # TAP's plan may come last, or never
-    assert unplanned.why.startswith("still running after 60s under emulation; 1 of 3 tests run failed"), unplanned
+
+
+def test_a_tap_test_its_runner_timed_out_or_a_runner_stopped_by_the_limit_blocks():
+    t = verdict(1, UV_PASSING + UV_QEMU_FORK + UV_DNS)
+    assert t.kind == "failed" and "not ok 121 - getaddrinfo_basic: timed out by its runner's own limit: timeout" \
+        in t.why, t.why
+    slow = verdict(None, UV_PASSING + NO_NETWORK, stopped="timeout", timeout_s=150, scale=2.5)
+    assert slow.kind == "failed" and slow.why == ("timed out after 150s (limit scaled x2.5 for emulation); 3 tests "
+                                                  "run of 410 planned, 1 failed; first: not ok 3 - tcp_connect"), slow
+    unplanned = verdict(None, UV_PASSING[1:] + UV_DNS, stopped="timeout")  # TAP's plan may come last, or never
+    assert unplanned.why.startswith("timed out after 60s (limit not scaled); 3 tests run, 1 failed"), unplanned
 
 
 def test_one_real_failure_among_a_tap_runners_passing_tests_blocks_and_is_named():
-    t = triage(1, None, UV_PASSING + UV_QEMU_FORK + UV_CHOWN + UV_DNS, 60)
+    t = verdict(1, UV_PASSING + UV_QEMU_FORK + UV_CHOWN + NO_NETWORK)
     assert t.blocks and t.kind == "crashed"
-    assert t.why.startswith("1 of 5 tests failed without a reason in the test environment (2 more with one); first: "
-                            "not ok 47 - fs_chown: Assertion failed in /ws/src/test/test-fs.c on line 316: "
+    assert t.why.startswith("1 of 5 tests failed without evidence of the emulator or the sandbox (2 more with it); "
+                            "first: not ok 47 - fs_chown: Assertion failed in /ws/src/test/test-fs.c on line 316: "
                             "req->result == UV_EPERM"), t.why
-    # any signal but an abort after the environment's evidence is a crash; a silent failure is a failure
-    assert triage(1, None, UV_PASSING + SEGFAULT_AFTER_NETWORK, 60).kind == "crashed"
-    silent = triage(1, None, UV_PASSING + ["not ok 3 - answer", "# got 41, expected 42"], 60)
+    # any signal but an abort after the evidence is a crash; a silent failure is a failure
+    assert verdict(1, UV_PASSING + SEGFAULT_AFTER_NETWORK).kind == "crashed"
+    silent = verdict(1, UV_PASSING + ["not ok 3 - answer", "# got 41, expected 42"])
     assert silent.kind == "failed" and silent.why.endswith("3 - answer: got 41, expected 42")
+    # a test aborting after a line about its own data: no evidence, so the abort is a crash
+    data = ["not ok 3 - fs_read", "# open fixture.txt: No such file or directory",
+            "# qemu: uncaught target signal 6 (Aborted) - core dumped"]
+    assert verdict(1, UV_PASSING + data).kind == "crashed"
+    fixed = ["not ok 3 - fs_read", "# open /usr/share/zoneinfo/UTC: No such file or directory",
+             "# qemu: uncaught target signal 6 (Aborted) - core dumped"]
+    t = verdict(1, UV_PASSING + fixed)
+    assert t.kind == "environment" and "(then aborted)" in t.why and "/usr/share/zoneinfo/UTC" in t.why, t
 
 
 def test_tap_expected_failures_and_runners_that_crash_outside_a_test():
     todo = UV_PASSING + ["not ok 3 - flaky # TODO known to fail"]
-    assert triage(1, None, todo, 60).kind == "failed"  # no test failed: read as a whole program that exited 1
-    assert triage(-11, None, UV_PASSING + UV_CHOWN, 60).kind == "crashed"  # the runner itself died
+    assert verdict(1, todo).kind == "failed"  # no test failed: read as a whole program that exited 1
+    assert verdict(-11, UV_PASSING + UV_CHOWN).kind == "crashed"  # the runner itself died
     header_crash = ["Error relocating ./uv_run_tests: uv_foo: symbol not found", *UV_PASSING, *UV_DNS]
-    assert triage(1, None, header_crash, 60).kind == "crashed"
+    assert verdict(1, header_crash).kind == "crashed"
 
 
 def test_tap_result_lines_in_the_forms_the_protocol_allows():
@@ -155,44 +211,47 @@ def test_tap_result_lines_in_the_forms_the_protocol_allows():
     assert tap.parse(["hello", "okay then"]) is None
 
 
-# A failed check of the program's own beside an environment line that is incidental to it (issue 33): the check is the
-# evidence, and it blocks; only a line that is both (the check failing for the environment's reason) still excuses.
+# A failed check of the program's own beside evidence that is incidental to it (issues 33, 34): the check is the
+# evidence, and it blocks; only a line that is both (the check failing for the emulator's or the sandbox's reason)
+# excuses.
 @pytest.mark.parametrize("lines, check", [
     (["probing /etc/shadow: Permission denied", "Assertion failed: sum == 42 (test_perm.c: main: 7)"], 1),
-    (["t: t.c:9: main: Assertion `sum == 42' failed.", "cleanup: No such file or directory"], 0),
+    (["t: t.c:9: main: Assertion `sum == 42' failed.", "cleanup /var/run/t.pid: No such file or directory"], 0),
     (["optional config ~/.testrc: No such file or directory", "FAIL: checksum"], 1),
     (["[  FAILED  ] Codec.RoundTrip (3 ms)", "open /dev/tty: No such device or address", "not a tty"], 0),
     (["connect: Network is unreachable", "checksum: expected 42, got 41"], 1),
     (["codec_test.cc:12: Failure", "Value of: decode(encode(x))", "getaddrinfo: Name does not resolve"], 0),
-    (["Check failed: n == 3", "Read-only file system"], 0),
+    (["Check failed: n == 3", "/etc/t.conf: Read-only file system"], 0),
+    (["FAIL: cannot open data/input.txt: No such file or directory"], 0),  # its own data: not evidence
+    (["Permission denied", "Assertion failed: r == 0 (t.c: main: 3)"], 1),
 ])
-def test_a_failed_check_beside_an_incidental_environment_line_blocks(lines, check):
-    t = triage(1, None, lines, 60)
+def test_a_failed_check_beside_incidental_evidence_blocks(lines, check):
+    t = verdict(1, lines)
     assert t.kind == "failed" and t.blocks and t.why == lines[check], t
 
 
 @pytest.mark.parametrize("line, why", [
-    ("FAIL: cannot open data/input.txt: No such file or directory", "its test data is not where it looks"),
+    ("FAIL: cannot open /usr/share/foo/input.txt: No such file or directory", "it needs /usr/share/foo/input.txt"),
     ("Assertion failed: connect: Network unreachable", "the sandbox has no network"),
-    ("expected 0, got -1: Operation not permitted", "the sandbox forbids it"),
+    ("expected 0, got -1: Function not implemented", "qemu-user does not emulate it"),
 ])
-def test_a_failed_check_that_is_itself_the_environments_line_still_does_not_block(line, why):
-    t = triage(1, None, ["running", line], 60)
-    assert t.kind == "environment" and t.why.startswith(why), t
+def test_a_failed_check_that_is_itself_the_evidence_does_not_block(line, why):
+    t = verdict(1, ["running", line])
+    assert t.kind == "environment" and t.why.startswith(why) and t.why.endswith(line), t
 
 
 def test_a_check_failing_before_the_time_limit_or_beside_a_usage_line_blocks():
-    t = triage(None, "timeout", ["round 1", "FAIL: round 1 checksum", "round 2"], 60)
-    assert t.blocks and t.why.startswith("FAIL: round 1 checksum (then still running after 60s)"), t
-    t = triage(1, None, ["usage: prog [FILE]", "Assertion failed: parse(\"\") == 0 (prog.c: main: 4)"], 60)
+    t = verdict(None, ["round 1", "FAIL: round 1 checksum", "round 2"], stopped="timeout")
+    assert t.blocks and t.why == "timed out after 60s (limit not scaled); FAIL: round 1 checksum", t
+    t = verdict(1, ["usage: prog [FILE]", "Assertion failed: parse(\"\") == 0 (prog.c: main: 4)"])
     assert t.blocks and t.why.startswith("Assertion failed"), t
 
 
-def test_a_tap_test_whose_check_fails_beside_an_environment_line_blocks():
-    test = ["not ok 3 - fs_open", "# open fixture: Permission denied",
+def test_a_tap_test_whose_check_fails_beside_evidence_blocks():
+    test = ["not ok 3 - fs_open", "# open /etc/fixture: Permission denied",
             "# Assertion failed in test/test-fs.c on line 40: r == 0", "# qemu: uncaught target signal 6 (Aborted)"]
-    t = triage(1, None, UV_PASSING + test, 60)
+    t = verdict(1, UV_PASSING + test)
     assert t.blocks and "not ok 3 - fs_open: Assertion failed in test/test-fs.c on line 40: r == 0" in t.why, t
-    silent = ["not ok 3 - fs_read", "# read fixture: No such file or directory", "# FAIL: 0 bytes, expected 12"]
-    t = triage(1, None, UV_PASSING + silent, 60)
+    silent = ["not ok 3 - fs_read", "# read /etc/fixture: No such file or directory", "# FAIL: 0 bytes, expected 12"]
+    t = verdict(1, UV_PASSING + silent)
     assert t.blocks and t.kind == "failed" and t.why.endswith("FAIL: 0 bytes, expected 12"), t

@@ -11,6 +11,7 @@ import pytest
 from crossbuild.env import zigcache
 from crossbuild.foundation import host
 from crossbuild.foundation.targets import parse_target
+from crossbuild.proof import slowdown
 from crossbuild.proof.artifacts import scan_tree
 from crossbuild.proof.smoke import is_testlike
 from crossbuild.proof.verify import verify
@@ -39,10 +40,13 @@ def fixtures(tmp_path_factory):
     (d / "lib.c").write_text("int lib(void){return 42;}\n")
     (d / "main.c").write_text("int lib(void);\nint main(void){return lib() == 42 ? 0 : 1;}\n")
     (d / "fail.c").write_text("int main(void){return 3;}\n")
-    # what real test programs print when the machine, not the build, is the problem (libarchive's harness) ...
+    # what a program prints when it hard-codes a path outside the workspace, which the sandbox does not provide ...
+    (d / "fixed.c").write_text('#include <stdio.h>\nint main(void){fprintf(stderr, "cannot open '
+                               '/usr/share/xtest/ref.dat: No such file or directory\\n");return 1;}\n')
+    # ... and when it cannot find its own data (libarchive's harness): that is no evidence of the sandbox
     (d / "data.c").write_text('#include <stdio.h>\nint main(void){fprintf(stderr, "Unable to locate known reference '
                               'file test_expand.Z.uu\\n");return 1;}\n')
-    # ... and a crash that prints the same excuse first: a crash always counts
+    # ... and a crash that prints a missing file first: a crash always counts
     (d / "crash.c").write_text('#include <stdio.h>\nint main(void){fprintf(stderr, "cannot open data.txt: No such '
                                'file or directory\\n");fflush(stderr);*(volatile int*)0 = 1;return 0;}\n')
     (d / "slow.c").write_text('#include <stdio.h>\nint main(void){puts("round 1 of 1000000");fflush(stdout);'
@@ -51,7 +55,7 @@ def fixtures(tmp_path_factory):
     zcc(zig, "aarch64-linux-musl", ["-c", "lib.c", "-o", "lib-aarch64.o"], d)
     zcc(zig, "aarch64-linux-musl", ["main.c", "lib.c", "-o", "test_ok"], d)
     zcc(zig, "aarch64-linux-musl", ["fail.c", "-o", "test_fails"], d)
-    for name in ("data", "crash", "slow", "hang"):
+    for name in ("fixed", "data", "crash", "slow", "hang"):
         zcc(zig, "aarch64-linux-musl", ["-O1", f"{name}.c", "-o", f"test_{name}"], d)
     zcc(zig, "aarch64-linux-musl", ["-fPIC", "-shared", "lib.c", "-o", "libx.so"], d)
     zcc(zig, "riscv64-linux-musl", ["-c", "lib.c", "-o", "lib-riscv.o"], d)
@@ -106,25 +110,32 @@ def test_failing_test_program_fails_verification(tmp_path, fixtures):
     assert any("smoke run test_fails failed" in r for r in report.reasons)
 
 
-def test_failures_the_test_environment_explains_do_not_block_but_crashes_and_hangs_do(tmp_path, fixtures):
-    root = tree(tmp_path, fixtures, {"t/test_data": "test_data", "t/test_slow": "test_slow", "t/test_ok": "test_ok"})
+def test_only_evidence_of_the_sandbox_excuses_a_failure_and_timeouts_fail(tmp_path, fixtures, monkeypatch):
+    monkeypatch.setattr(slowdown, "factor", lambda target: 1.5)  # test_slowdown.py measures the real one
+    root = tree(tmp_path, fixtures, {"t/test_fixed": "test_fixed", "t/test_ok": "test_ok"})
     report = verify(root, AARCH64, smoke_timeout_s=3)
     assert report.ok, report.reasons
     runs = {Path(r.path).name: r for r in report.smoke_runs}
-    assert runs["test_data"].triage == "environment"
-    assert "Unable to locate known reference file" in runs["test_data"].why
-    assert runs["test_slow"].triage == "environment" and "round 1 of 1000000" in runs["test_slow"].why
-    assert runs["test_data"].outcome().startswith("ran, not counted (exit 1): its test data is not where it looks")
+    assert runs["test_fixed"].triage == "environment" and not runs["test_fixed"].failed
+    assert runs["test_fixed"].outcome() == (
+        "ran, not counted (exit 1): it needs /usr/share/xtest/ref.dat, outside the workspace, which the sandbox does "
+        "not provide: cannot open /usr/share/xtest/ref.dat: No such file or directory")
 
-    bad = tree(tmp_path / "bad", fixtures, {"t/test_crash": "test_crash", "t/test_hang": "test_hang",
+    bad = tree(tmp_path / "bad", fixtures, {"t/test_data": "test_data", "t/test_slow": "test_slow",
+                                            "t/test_crash": "test_crash", "t/test_hang": "test_hang",
                                             "t/test_ok": "test_ok"})
     report = verify(bad, AARCH64, smoke_timeout_s=3)
     assert not report.ok
     runs = {Path(r.path).name: r for r in report.smoke_runs}
+    assert runs["test_data"].triage == "failed" and runs["test_data"].why == "exit 1"
     assert runs["test_crash"].triage == "crashed" and runs["test_crash"].failed
-    assert runs["test_hang"].triage == "failed" and "without printing anything" in runs["test_hang"].why
-    assert {r.split(" failed under qemu")[0] for r in report.reasons} == {"smoke run t/test_crash",
-                                                                        "smoke run t/test_hang"}
+    assert runs["test_slow"].triage == "failed" and runs["test_slow"].why == (
+        "timed out after 4.5s (limit scaled x1.5 for emulation); last output: round 1 of 1000000")
+    assert runs["test_hang"].triage == "failed" and runs["test_hang"].why == (
+        "timed out after 4.5s (limit scaled x1.5 for emulation) without printing anything")
+    assert 4.5 <= runs["test_hang"].duration_s < 10
+    assert {r.split(" failed under qemu")[0] for r in report.reasons} == {
+        "smoke run t/test_data", "smoke run t/test_slow", "smoke run t/test_crash", "smoke run t/test_hang"}
 
 
 def test_host_object_left_in_tree_is_named(tmp_path, fixtures):

@@ -1,5 +1,6 @@
 """Test programs run on the target: which executables are tests, where the project's harness would run each, and
-what each run proved, triaged when it did not pass (triage.py) - the verifier's smoke runs."""
+what each run proved, triaged when it did not pass (triage.py) - the verifier's smoke runs. Each runs under the base
+time limit multiplied by the emulator's measured slowdown (slowdown.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
-from crossbuild.proof import ctest
+from crossbuild.proof import ctest, slowdown
 from crossbuild.proof.target_run import loader_lacks, runner_argv
 from crossbuild.proof.triage import triage
 
@@ -86,7 +87,10 @@ def smoke_runs(root: Path, target: Target, artifacts: list[dict], box: Sandbox, 
                log_dir: Path, dependency_lib_dirs: list[str] = (), source: Path | None = None,
                own_folders: frozenset[str] = frozenset(), within: Path | None = None) -> list[SmokeRun]:
     """Run the test-like executables among ARTIFACTS (the verifier's entries below ROOT, "ok" when they fit
-    TARGET) where the project's harness would, each triaged when it does not pass."""
+    TARGET) where the project's harness would, each triaged when it does not pass. TIMEOUT: the base time limit of
+    one program, multiplied by TARGET's emulator slowdown (measured on the first run that needs it). WITHIN: the
+    workspace (default ROOT), whose paths a failed program's output may name without that being evidence of the
+    sandbox (triage)."""
     candidates = [a for a in artifacts
                   if a["ok"] and a["kind"] == "executable" and not a.get("member_of") and is_testlike(a["path"])]
     ctest_dirs = ctest.working_dirs(root, prune=own_folders, within=within) if candidates else {}
@@ -94,6 +98,8 @@ def smoke_runs(root: Path, target: Target, artifacts: list[dict], box: Sandbox, 
     lib_rels = sorted(a["path"] for a in artifacts
                       if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of"))
     lib_dirs = sorted({str((root / rel).parent) for rel in lib_rels}) + list(dependency_lib_dirs)
+    scale = slowdown.factor(target) if candidates else 1.0
+    limit = timeout * scale
     for i, a in enumerate(candidates[:MAX_SMOKE_RUNS], 1):
         exe = root / a["path"]
         run = SmokeRun(path=a["path"], command=[str(exe)])
@@ -110,13 +116,13 @@ def smoke_runs(root: Path, target: Target, artifacts: list[dict], box: Sandbox, 
         env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C", "srcdir": str(srcdir)}
         log_name = f"{i:02d}-{Path(a['path']).name[:80]}.log"
         res = box.run(argv, cwd=cwd, env=env, log_path=log_dir / log_name,
-                      limits=Limits(timeout_s=timeout, max_output_bytes=4 << 20))
+                      limits=Limits(timeout_s=limit, max_output_bytes=4 << 20))
         run.exit_code, run.stopped, run.duration_s = res.returncode, res.stopped, round(res.duration_s, 3)
         run.passed = res.ok
         text = safefs.read_text(log_dir, log_name, max_bytes=5 << 20).splitlines()[2:]  # after crossbuild's header
         run.output_tail = "\n".join(text[-8:])
         if not run.passed:
-            verdict = triage(res.returncode, res.stopped, text, timeout)
+            verdict = triage(res.returncode, res.stopped, text, limit, scale=scale, workspace=within or root)
             run.triage, run.why = verdict.kind, verdict.why
             run.needs_arguments = verdict.kind == "usage"
         runs.append(run)
