@@ -122,3 +122,88 @@ def test_a_makefile_that_runs_an_unset_libtool_gets_one_for_the_target_and_debia
     assert _called(planner._decide())[1]["command"].startswith("make -j2")
     assert planner.state.pending_deps == []
     assert any("wrote src/src/lua5.4-deb-multiarch.h as debian/rules does" in n for n in planner.state.notes)
+
+
+CMAKE_RECIPE = [{"argv": ["cmake", "-S", "src", "-B", "build"], "cwd": ".", "phase": "configure", "env": {}},
+                {"argv": ["cmake", "--build", "build", "--parallel", "2"], "cwd": ".", "phase": "build", "env": {}},
+                {"argv": ["cmake", "--install", "build"], "cwd": ".", "phase": "install", "env": {}}]
+TESTS_FAIL = {"log": ".xbuild/logs/0002-cmake.log", "kb": [{"id": "tests-or-examples-fail-to-build", "actions": [
+    {"kind": "disable_option", "pattern": "(^|_)(BUILD_)?(TESTS?|TESTING|EXAMPLES?)$", "turns_tests_off": True}]}]}
+TARGETS = [{"name": "png_static", "type": "STATIC_LIBRARY", "paths": ["png.c"]},
+           {"name": "pngfix", "type": "EXECUTABLE", "paths": ["contrib/tools/pngfix.c"]},
+           {"name": "pnggetset", "type": "EXECUTABLE", "paths": ["contrib/libtests/pnggetset.c"]}]
+
+
+def _cmake_planner(steps_done: int = 1) -> Planner:
+    planner = Planner()
+    planner._observe(Message("tool", "status", name="build_status", data={"build_system": "cmake",
+                                                                           "recipe": CMAKE_RECIPE}))
+    for _ in range(steps_done):
+        planner._decide()
+        planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    return planner
+
+
+def test_tests_that_fail_to_build_are_built_apart_from_the_library_first_and_said():
+    """A test program fails to build: before any option turns the tests off, the other targets are built by name
+    (build_status reads them from build.ninja); the library is built, and the note says the tests were not."""
+    planner = _cmake_planner()
+    assert _called(planner._decide())[1]["command"] == "cmake --build build --parallel 2"
+    planner._observe(Message("tool", "[exit=1] cmake --build build", name="run_command", is_error=True,
+                             data=TESTS_FAIL))
+    assert planner.state.extra["cmake_args"] == [] and not planner.state.pending_disable
+    assert _called(planner._decide()) == ("build_status", {})
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_targets": TARGETS}))
+    assert _called(planner._decide())[1]["command"] == \
+        "cmake --build build --parallel 2 --target png_static pngfix"
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    planner._decide()
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))  # installed
+    name, args = _called(planner._decide())
+    assert name == "finish" and args["status"] == "built"
+    assert "tests not built: tests-or-examples-fail-to-build: built the other targets by name, without the test " \
+           "and example targets pnggetset (their build failed: .xbuild/logs/0002-cmake.log)" in args["summary"]
+
+
+def test_when_the_library_fails_without_its_tests_too_the_tests_are_turned_off_and_said():
+    """The targets built apart fail as well (the install of a left-out example, here): the whole build again, with
+    the options the entry names turned off, and the note says which turned the tests off (not the examples')."""
+    planner = _cmake_planner()
+    planner._decide()
+    planner._observe(Message("tool", "[exit=1]", name="run_command", is_error=True, data=TESTS_FAIL))
+    planner._decide()
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_targets": TARGETS}))
+    planner._decide()
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    planner._decide()
+    planner._observe(Message("tool", "[exit=1] cmake --install build", name="run_command", is_error=True, data={}))
+    assert planner.state.recipe == CMAKE_RECIPE  # the whole build again
+    assert _called(planner._decide()) == ("build_status", {})  # which options the pattern names
+    planner._observe(Message("tool", "status", name="build_status", data={"options": {
+        "BUILD_TESTING": "ON", "BUILD_EXAMPLES": "ON", "BUILD_SHARED_LIBS": "ON"}}))
+    assert planner.state.extra["cmake_args"] == ["-DBUILD_TESTING=OFF", "-DBUILD_EXAMPLES=OFF"]
+    assert "tests not built: tests-or-examples-fail-to-build: -DBUILD_TESTING=OFF" in planner.state.notes
+    assert _called(planner._decide()) == ("run_command", {"command": "rm -rf build"})
+
+
+def test_arguments_and_goals_that_turn_tests_off_are_said():
+    planner = _cmake_planner(steps_done=0)
+    planner.tools = {}
+    planner._decide()
+    missing_gtest = {"kb": [{"id": "test-only-dependency-missing", "actions": [
+        {"kind": "cmake_args", "args": ["-DBUILD_TESTING=OFF"], "when": "cmake", "turns_tests_off": True}]}]}
+    planner._observe(Message("tool", "[exit=1] cmake -S src", name="run_command", is_error=True, data=missing_gtest))
+    assert planner.state.split == ""  # nothing to build apart when configuring fails
+    assert "tests not built: test-only-dependency-missing: -DBUILD_TESTING=OFF" in planner.state.notes
+    planner = Planner()
+    planner._observe(Message("tool", "status", name="build_status", data={"build_system": "make", "recipe": [
+        {"argv": ["make", "-j2"], "cwd": "src", "phase": "build", "env": {}}]}))
+    planner._decide()
+    runs_tests = {"kb": [{"id": "build-runs-target-binary", "actions": [
+        {"kind": "skip_test_goals", "turns_tests_off": True}]}]}
+    planner._observe(Message("tool", "[exit=2] make", name="run_command", is_error=True, data=runs_tests))
+    assert _called(planner._decide()) == ("build_status", {})
+    planner._observe(Message("tool", "status", name="build_status", data={"make_goals": {
+        "default": "all", "prerequisites": ["libbz2.a", "bzip2", "test"], "essential": ["libbz2.a", "bzip2"],
+        "has_recipe": False}}))
+    assert "tests not built: build-runs-target-binary: make's test goals test left out" in planner.state.notes

@@ -3,6 +3,8 @@ hold on the labelled set, actions validate, and the dependency mapping answers w
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import ValidationError
 
@@ -10,6 +12,7 @@ from crossbuild import kb
 from crossbuild.env import dependency_cache as deps
 from crossbuild.kb.base import Action, Entry, KnowledgeBase, error_fingerprint, fingerprint
 from crossbuild.kb.evaluation import evaluate, load_queries
+from crossbuild.proof.tests_off import turns_tests_off
 
 KB = kb.load()
 
@@ -59,6 +62,35 @@ def test_actions_are_validated():
     with pytest.raises(ValueError, match="duplicate"):
         e = Entry(id="x", title="t", cause="c", fix="f", fixtures=["x"])
         KnowledgeBase([e, e])
+
+
+def test_an_action_that_turns_tests_off_says_so():
+    with pytest.raises(ValidationError, match="cannot turn tests off"):
+        Action(kind="patch", file="a.c", old="x", new="y", turns_tests_off=True)
+    with pytest.raises(ValidationError, match="turns_tests_off = true"):
+        Action(kind="skip_test_goals")
+    with pytest.raises(ValidationError):
+        Action(kind="cmake_args", args=["-DBUILD_TESTING=OFF"], turns_tests_off="yes")
+
+
+# option names projects turn their tests off with (CMake's, Meson's, configure's --disable-NAME as an option name)
+_TEST_OPTIONS = ["BUILD_TESTING", "BUILD_TESTS", "FOO_BUILD_TESTS", "ENABLE_TESTS", "WITH_TESTS", "TESTS", "TEST",
+                 "FOO_TESTS", "FOO_TEST", "UNITTESTS", "FOO_UNITTEST", "ENABLE_UNIT_TESTS", "TESTING",
+                 "FOO_ENABLE_TESTING", "ENABLE_CHECK", "TESTSUITE", "BUILD_EXAMPLES_AND_TESTS", "TESTS_ENABLED",
+                 "tests", "build_tests", "unit_tests", "enable-tests"]
+
+
+@pytest.mark.parametrize("entry_id", sorted(KB.entries))
+def test_every_action_that_would_turn_tests_off_carries_the_flag(entry_id):
+    """Computed with proof.tests_off's one definition, so the flag cannot be forgotten, nor set on an action that
+    turns no tests off. A disable_option pattern counts when it matches a test option's name, as the planner
+    matches them (upper case, `-` as `_`)."""
+    for action in KB.entries[entry_id].actions:
+        args = [a for a in action.args if turns_tests_off(a)]
+        names = [n for n in _TEST_OPTIONS if action.pattern and turns_tests_off(f"-D{n}=OFF") and
+                 re.search(action.pattern, n.upper().replace("-", "_"), re.IGNORECASE)]
+        turns_off = bool(args or names) or action.kind == "skip_test_goals"
+        assert action.turns_tests_off == turns_off, (action, args, names)
 
 
 def test_fingerprints_ignore_paths_numbers_and_names():

@@ -33,6 +33,7 @@ _NEEDS = {"cmake_args": "args", "meson_args": "args", "configure_args": "args", 
           "cache_vars": "args", "env": "args", "disable_option": "pattern", "switch_system": "system", "patch": "file",
           "dependency": "name", "system_option": "name", "stub_file": "file", "build_tool": "name",
           "make_rule_switch": "name"}
+_CAN_TURN_TESTS_OFF = {"cmake_args", "meson_args", "configure_args", "make_args", "disable_option", "skip_test_goals"}
 
 
 class Action(BaseModel):
@@ -51,6 +52,9 @@ class Action(BaseModel):
     # build_tool: the build-machine program (bison) or data file (/usr/share/unicode/...) to provide;
     # make_rule_switch: the target make has no rule for (a rule the Makefile has only when a variable is set)
     when: str | None = None  # only for this build system
+    # the action turns the project's tests or test goals off (-DBUILD_TESTING=OFF, a disable_option pattern that
+    # covers TESTS, skip_test_goals): the planner says "tests not built", and such a build cannot be `tested`
+    turns_tests_off: bool = Field(False, strict=True)
 
     @model_validator(mode="after")
     def _required_fields(self) -> Action:
@@ -61,6 +65,10 @@ class Action(BaseModel):
             raise ValueError("a patch action needs `old` and `new`")
         if self.kind == "stub_file" and self.new is None:
             raise ValueError("a stub_file action needs `new` (what the stand-in holds)")
+        if self.turns_tests_off and self.kind not in _CAN_TURN_TESTS_OFF:
+            raise ValueError(f"a {self.kind} action cannot turn tests off (turns_tests_off)")
+        if self.kind == "skip_test_goals" and not self.turns_tests_off:
+            raise ValueError("a skip_test_goals action turns test goals off: it needs `turns_tests_off = true`")
         return self
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from crossbuild.env import debian_rules, recipes
 from crossbuild.models.base import Message, ToolCall, Turn
+from crossbuild.proof.tests_off import TEST_NAME, split_targets, turns_tests_off
 from crossbuild.tools.base import Toolset
 
 MAX_ATTEMPTS = 6  # configure/build cycles, each after applying at least one new fix
@@ -29,7 +30,7 @@ ARG_KIND = {"cmake": "cmake_args", "meson": "meson_args", "autotools": "configur
 
 @dataclass
 class PlannerState:
-    phase: str = "start"  # start | steps | options | goals | switching | finishing | blocked | done
+    phase: str = "start"  # start | steps | options | goals | targets | switching | finishing | blocked | done
     system: str | None = None
     recipe: list[dict[str, Any]] = field(default_factory=list)
     output_dir: str = "build"
@@ -64,6 +65,11 @@ class PlannerState:
     make_clean: bool = False  # a fix asked for a clean build: an in-tree make restart runs `make clean` first
     cleaning: str = ""  # the command running removes old outputs: "required", or "optional" (make clean may fail)
     env: dict[str, str] = field(default_factory=dict)
+    tests_off_by: dict[str, str] = field(default_factory=dict)  # disable pattern or "make goals" -> the entry's id
+    # test or example programs failed to build (CMake): build the other targets by name before turning tests off;
+    # split: "" (not tried) | "asked" (build_status asked for the targets) | "trying" | "done" | "failed"
+    split: str = ""
+    split_from: dict[str, Any] = field(default_factory=dict)  # the failed build step, its result's data and entry
     notes: list[str] = field(default_factory=list)
     blocked_reason: str = ""
 
@@ -117,6 +123,9 @@ class Planner:
             return self._call("provide_build_tool", name=s.pending_tools.pop(0))
         if (s.pending_disable or s.pending_system) and s.phase == "steps":
             s.phase = "options"
+            return self._call("build_status")
+        if s.split == "asked" and s.phase == "steps":
+            s.phase = "targets"
             return self._call("build_status")
         if s.pending_goals and s.phase == "steps":
             s.pending_goals = False
@@ -193,7 +202,7 @@ class Planner:
         s = self.state
         if result.name == "build_status":
             handler = {"start": self._on_recipe, "switching": self._on_switched, "options": self._on_options,
-                       "goals": self._on_goals}.get(s.phase)
+                       "goals": self._on_goals, "targets": self._on_targets}.get(s.phase)
             if handler:
                 handler(result.data, result)
         elif result.name == "finish" and result.is_error:
@@ -309,6 +318,9 @@ class Planner:
                 s.extra[ARG_KIND[s.system]] += [switches[o] for o in hits]
                 shown = ", ".join(switches[o].removeprefix("-D") for o in hits)
                 s.notes.append(f"built without {feature}: {shown}" if feature else f"disabled {shown}")
+                if off := [switches[o] for o in hits if turns_tests_off(switches[o])]:
+                    who = s.tests_off_by.get(pattern) or (f"without {feature}" if feature else pattern)
+                    s.notes.append(f"tests not built: {who}: {' '.join(off)}")
             else:  # the other fixes of this round still run; if none helps, the same failure ends the plan
                 s.notes.append(f"no project option turns off {feature}" if feature
                                else f"no project option matches {pattern}")
@@ -326,6 +338,9 @@ class Planner:
             why = (f"left out: {' '.join(left_out)}, test or documentation goals" if left_out else
                    "its own commands, which failed, are not run")
             s.notes.append(f"built make goals {' '.join(chosen)} instead of `{goals['default']}` ({why})")
+            if tests := [g for g in left_out if TEST_NAME.search(g)]:
+                s.notes.append(f"tests not built: {s.tests_off_by.get('make goals', 'skip_test_goals')}: make's test "
+                               f"goals {' '.join(tests)} left out")
         else:
             s.notes.append("make's default goal has no test or documentation goals to leave out")
 
@@ -339,29 +354,73 @@ class Planner:
                 s.blocked_reason = f"could not remove the old build folder: {result.text.splitlines()[0][:200]}"
             return
         if not result.is_error:
+            if s.split == "trying":
+                s.split, split = "done", s.split_from
+                s.notes.append(f"tests not built: {split['entry']}: built the other targets by name, without the "
+                               f"test and example targets {' '.join(split['left'][:8])} (their build failed: "
+                               f"{split['log'] or split['first']})")
             s.step += 1
             return
         step = s.recipe[s.step]
+        first = result.text.splitlines()[0][:200]
         if step["phase"] == "check":  # test programs that do not build are not the product: skip, say so
-            s.notes.append(f"skipped `{shlex.join(step['argv'])}` (test programs failed to build)")
+            s.notes.append(f"tests not built: skipped `{shlex.join(step['argv'])}` (test programs failed to build)")
             s.step += 1
             return
         if step["phase"] == "install" and s.system == "make":  # a plain Makefile's install is its own invention
-            s.notes.append(f"`{shlex.join(step['argv'][:2])}` failed ({result.text.splitlines()[0][:120]}); the "
+            s.notes.append(f"`{shlex.join(step['argv'][:2])}` failed ({first[:120]}); the "
                            "build is judged where it was built")
             s.step += 1
             return
+        if s.split in ("trying", "done"):  # it failed even without them: the whole build, with the fixes waiting
+            split, s.split = s.split_from, "failed"
+            s.recipe = [split["step"] if r is split["built"] else r for r in s.recipe]
+            s.notes.append(f"building the targets apart did not finish (`{shlex.join(step['argv'][:3])}` failed)")
+            data = {**data, "kb": [*split["data"].get("kb", []), *(data.get("kb") or [])]}
+        elif self._split_first(step, data, first):
+            return
+        self._fix_or_block(step, data, first)
+
+    def _fix_or_block(self, step: dict[str, Any], data: dict[str, Any], first: str) -> None:
+        """STEP failed (FIRST, its result's first line): build again with the fixes named, or say what blocked."""
+        s = self.state
         if self._rebuild_with_fixes(data.get("kb") or []):
             return
         s.phase = "blocked"
         if s.attempts >= self.max_attempts and data.get("kb"):
             s.blocked_reason = f"still failing after {self.max_attempts} rounds of fixes"
             return
-        first = result.text.splitlines()[0][:200]
         attached = ", ".join(k["id"] for k in data.get("kb") or []) or "none"
         s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); knowledge-base entries attached: "
                             f"{attached}; no fix left that the planner can apply."
                             + (f" Full log: {data['log']}" if data.get("log") else ""))
+
+    def _split_first(self, step: dict[str, Any], data: dict[str, Any], first: str) -> bool:
+        """Test or example programs of a CMake build failed to build, and the fixes attached would turn them off:
+        first build the project's other targets by name (build_status reads them from build.ninja), so the library
+        is built and the tests' failure said; the fixes wait, for when that fails too. True when it will."""
+        s = self.state
+        entry = next((k["id"] for k in data.get("kb") or [] for a in k.get("actions", [])
+                      if a.get("turns_tests_off") and a["kind"] in ("disable_option", "cmake_args")), None)
+        if s.system != "cmake" or s.split or not entry or step["argv"][:2] != ["cmake", "--build"]:
+            return False
+        s.split = "asked"
+        s.split_from = {"step": step, "data": data, "entry": entry, "first": first, "log": data.get("log", "")}
+        return True
+
+    def _on_targets(self, data: dict[str, Any], result: Message) -> None:
+        s = self.state
+        s.phase = "steps"
+        keep, left = split_targets(data.get("cmake_targets") or [])
+        split = s.split_from
+        if not keep or not left or s.recipe[s.step] != split["step"]:
+            s.split = "failed"
+            s.notes.append("no test or example targets to build apart (build.ninja)")
+            self._fix_or_block(split["step"], split["data"], split["first"])
+            return
+        s.split, split["left"] = "trying", left
+        split["built"] = {**split["step"], "argv": [*split["step"]["argv"], "--target", *keep]}
+        s.recipe = [split["built"] if i == s.step else r for i, r in enumerate(s.recipe)]  # a copy: not the result's
 
     def _rebuild_with_fixes(self, kb: list[dict[str, Any]], kinds: frozenset[str] | None = None,
                             keep_tests: bool = False) -> bool:
@@ -428,22 +487,32 @@ class Planner:
     def _apply_fixes(self, kb_entries: list[dict[str, Any]], kinds: frozenset[str] | None = None,
                      keep_tests: bool = False) -> bool:
         """Apply the entries' actions (only those of KINDS, when given; without arguments that turn tests off, when
-        KEEP_TESTS): True when one that changes the build was."""
+        KEEP_TESTS): True when one that changes the build was. Actions that turn tests off are the last resort:
+        taken only when no other attached fix applies (googletest found missing: building it as a dependency
+        comes first, and the tests are then built)."""
+        return self._apply_actions(kb_entries, kinds, keep_tests, tests_off=False) or (
+            not keep_tests and self._apply_actions(kb_entries, kinds, keep_tests, tests_off=True))
+
+    def _apply_actions(self, kb_entries: list[dict[str, Any]], kinds: frozenset[str] | None, keep_tests: bool,
+                       tests_off: bool) -> bool:
         s = self.state
         applied_any = False
         for entry in kb_entries:
             for action in entry.get("actions", []):
                 key = json.dumps(action, sort_keys=True)
                 if key in s.applied or (action.get("when") and action["when"] != s.system) or (
-                        kinds is not None and action["kind"] not in kinds):
+                        kinds is not None and action["kind"] not in kinds) or (
+                        bool(action.get("turns_tests_off")) != tests_off):
                     continue
                 kind = action["kind"]
                 if kind in ("cmake_args", "meson_args", "configure_args", "make_args"):
-                    args = [a for a in action.get("args", []) if not (keep_tests and _TURNS_TESTS_OFF.search(a))]
+                    args = [a for a in action.get("args", []) if not (keep_tests and turns_tests_off(a))]
                     if (ARG_KIND.get(s.system or "") != kind and kind != "make_args") or not args:
                         continue
                     s.extra[kind] += args
                     action = {**action, "args": args}  # the note says what was taken
+                    if off := [a for a in args if turns_tests_off(a)]:
+                        s.notes.append(f"tests not built: {entry['id']}: {' '.join(off)}")
                 elif kind == "cache_vars" and s.system in ("autotools", "configure"):
                     s.extra["configure_args"] += action.get("args", [])
                 elif kind == "env":
@@ -452,8 +521,11 @@ class Planner:
                     s.make_clean = s.system in ("make", "configure") or s.in_tree
                 elif kind == "disable_option" and s.system in ("cmake", "meson", "autotools", "configure"):
                     s.pending_disable.append(action["pattern"])
+                    if action.get("turns_tests_off"):  # said when build_status names the options it turns off
+                        s.tests_off_by.setdefault(action["pattern"], entry["id"])
                 elif kind in ("skip_test_goals", "skip_doc_goals") and s.system in ("make", "configure"):
                     s.pending_goals = True
+                    s.tests_off_by.setdefault("make goals", entry["id"])  # both leave make's test goals out
                 elif kind == "update_config_scripts" and s.system in ("autotools", "configure") and s.config_scripts:
                     # every copy in the project replaced by the current one crossbuild keeps in .xbuild/autotools/
                     at = _restart_index(s.recipe)
@@ -497,9 +569,7 @@ class Planner:
 
 # After a failed verdict only fixes that change how the same code is compiled are taken (-fno-builtin for a test
 # that counts allocations): one that drops tests or goals would hide the failing test it was attached for.
-# -DBUILD_TESTING=OFF, -DX_TESTS:BOOL=OFF, -Dtests=false, --disable-tests, --without-check, TESTS= (make's emptied)
-_TURNS_TESTS_OFF = re.compile(r"^-D\w*(TEST|CHECK)\w*(:\w+)?=(OFF|FALSE|NO|0|disabled)$|"
-                              r"^--(disable|without)-[\w-]*(test|check)|^(TESTS|check_PROGRAMS)=$", re.IGNORECASE)
+# What turns tests off is proof.tests_off's one definition (turns_tests_off); the knowledge base flags such actions.
 _VERDICT_FIX_KINDS = frozenset({"cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env",
                                 "clean"})
 
