@@ -190,9 +190,9 @@ class CrossbuildMCP:
         ones used (the raw text would be read again, `~` and `..` after a link differently)."""
         source = self.host_roots.source(args.source) if args.source else None
         real = self.host_roots.resolve("workspace", args.workspace) if args.workspace else None
-        if real is not None and not args.source and not ((real / "src").is_dir() and (real / ".xbuild").is_dir()):
-            raise ValueError(f"{real} is not a crossbuild workspace (it has no src/ and .xbuild/); pass the "
-                             "project as source to copy it into a new workspace")
+        if real is not None and not args.source and not workspace.is_workspace(real):
+            raise ValueError(f"{real} is not a crossbuild workspace (real src/ and .xbuild/ folders, no links); "
+                             "pass the project as source to copy it into a new workspace")
         return source, str(real) if real is not None else None
 
     def _make_ctx(self, source: str | None, ws_dir: str | None, target_name: str) -> tuple[RunContext, tuple[str, ...]]:

@@ -74,7 +74,9 @@ def test_quick_refuses_broken_sources(tmp_path):
 def test_quick_builds_and_verifies_example(tmp_path, target, system, expect_machine):
     src = tmp_path / "libcalc"
     shutil.copytree(EXAMPLE, src)
-    r = cb("quick", str(src), "-t", target, "--system", system, "-w", str(tmp_path / "ws"), "--json")
+    windows = target.endswith("windows-gnu")  # its programs cannot run here: `built` is accepted by name
+    r = cb("quick", str(src), "-t", target, "--system", system, "-w", str(tmp_path / "ws"), "--json",
+           *(["--require", "built"] if windows else []))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     report = json.loads(r.stdout[r.stdout.index("\n{") + 1:] if not r.stdout.startswith("{") else r.stdout)
     assert report["ok"] and report["sandbox"] == "bubblewrap"
@@ -84,7 +86,7 @@ def test_quick_builds_and_verifies_example(tmp_path, target, system, expect_mach
     runs = {Path(r_["path"]).name: r_ for r_ in report["smoke_runs"]}
     test_prog = runs.get("test_calc") or runs.get("test_calc.exe")
     assert test_prog is not None
-    if target.endswith("windows-gnu"):
+    if windows:
         assert test_prog["skipped"].startswith("Windows executables are scanned only")
         # nothing ran on the target: the verdict says so, and why it is no higher
         assert report["proof"] == "built" and "could run here" in report["proof_why"]
@@ -270,6 +272,9 @@ def test_every_bad_command_line_gets_one_line_and_status_2(tmp_path):
         ("eval", "run", f"{bad}/bad.toml", "--targets", "aarch64-linux-musl", "--out", f"{bad}/o"),
         ("eval", "run", ex, "--targets", "aarch64-linux-musl"), ("eval", "report", "/nonexistent"),
         ("eval", "compare", "/nonexistent", "/nonexistent2"),
+        ("build", ex, "-t", "aarch64-linux-musl", "--require", "proven"), ("verify", bad, "-t", "aarch64-linux-musl",
+                                                                           "--require", "tested-ish"),
+        ("quick", ex, "-t", "aarch64-linux-musl", "--require", "", "-w", f"{bad}/ws-require"),
     ]
     for args in cases:
         r = cb(*args, timeout=120)

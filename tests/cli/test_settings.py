@@ -97,6 +97,7 @@ def test_no_config_and_an_explicit_file(tmp_path):
     ('', {"CROSSBUILD_ENV_PASSTHROUGH": "AWS_SECRET_ACCESS_KEY"}, "looks like a credential"),
     ('', {"CROSSBUILD_ENV_PASSTHROUGH": "LD_PRELOAD"}, "changes how programs load"),
     ('', {"CROSSBUILD_SANDBOX": "off"}, "sandbox: Input should be 'auto', 'bubblewrap' or 'none'"),
+    ('', {"CROSSBUILD_REQUIRE": "proven"}, "require: Input should be 'tested', 'exercised' or 'built'"),
     ('', {"CROSSBUILD_JOBS": "many"}, "jobs: Input should be a valid integer"),
     ('', {"CROSSBUILD_TARGETS": "aarch64-linux-musl,nonsense"}, "unknown target 'nonsense'"),
 ])
@@ -126,6 +127,7 @@ targets = ["riscv64-linux-musl"]
 model = "openai:gpt-4o"
 base_url = "http://127.0.0.1:{port}/v1"
 sandbox = "none"
+require = "built"
 env_passthrough = ["MY_HOME_ONLY"]
 jobs = 1
 [budgets]
@@ -149,16 +151,18 @@ def test_a_project_file_cannot_widen_access_wherever_it_is_found(tmp_path):
         assert s["model"] == {"value": "planner", "from": "default"}
         assert s["base_url"] == {"value": None, "from": "default"}
         assert s["sandbox"] == {"value": "auto", "from": "default"}
+        assert s["require"] == {"value": "exercised", "from": "default"}  # a project cannot lower the bar
         assert s["env_passthrough"] == {"value": [], "from": "default"}
         assert s["dependencies"] == {"value": {}, "from": "default"}
         assert s["budgets.max_cost_usd"] == {"value": 5.0, "from": "default"}
         assert s["budgets.max_steps"] == {"value": 5, "from": project}  # lowered: allowed
         assert s["targets"]["from"] == project and s["jobs"] == {"value": 1, "from": project}
         ignored = " ".join(shown["ignored"])
-        for key in ("model", "base_url", "sandbox", "env_passthrough", "dependencies", "budgets.max_cost_usd"):
+        for key in ("model", "base_url", "sandbox", "require", "env_passthrough", "dependencies",
+                    "budgets.max_cost_usd"):
             assert f"{project}: {key}" in ignored, (key, shown["ignored"])
         warned = cb("config", "show", *args, cwd=cwd, env=env).stderr
-        assert warned.count("warning: ignored") == 6 and f"{project}: base_url" in warned
+        assert warned.count("warning: ignored") == 7 and f"{project}: base_url" in warned
 
 
 def test_a_project_file_cannot_send_the_api_key_to_its_own_server(tmp_path):

@@ -42,3 +42,35 @@ def test_what_keeps_a_verified_build_at_built():
 def test_a_refused_verdict_has_no_level():
     proof = proof_of(False, True, [PASSED, FAILED])
     assert proof.level is None and proof.counts["failed"] == 1 and "1 test programs failed" in proof.phrase()
+
+
+def test_exercised_needs_every_probe_passed_and_tests_switched_off_are_never_tested():
+    from crossbuild.proof.exercise import ProbeRun
+
+    started = ProbeRun("executable", "build/tool", checked="ran `tool --version`: exit 0", passed=True)
+    loaded = ProbeRun("shared_library", "build/libx.so", checked="dlopen ...", passed=True)
+    crashed = ProbeRun("executable", "build/crash", checked="ran `crash --version`", why="killed by signal 11")
+    cases = [
+        ([], [started, loaded], None, "exercised", "no test program was built"),
+        ([], [started, crashed], None, "built", "no test program was built"),
+        ([], [], None, "built", "no test program was built"),
+        ([PASSED], [started], "tests not built: -DBUILD_TESTING=OFF (configure step)", "exercised",
+         "tests not built: -DBUILD_TESTING=OFF"),
+        ([PASSED], [crashed], "tests not built: TESTS= (build step)", "built", "tests not built: TESTS="),
+        ([PASSED], [crashed], None, "tested", None),
+    ]
+    for runs, probes, off, level, why in cases:
+        proof = proof_of(True, True, runs, probes, off)
+        assert proof.level == level, (runs, probes, off, proof)
+        assert (proof.why_not_higher or None) == why or proof.why_not_higher.startswith(why), proof
+    proof = proof_of(True, True, [], [started, crashed])
+    assert proof.counts["probes_run"] == 2 and proof.counts["probes_passed"] == 1
+    assert "1 of 2 probes did not pass (first: build/crash: killed by signal 11)" in proof.why_not_higher
+    assert proof_of(True, True, [], [started]).phrase().startswith("exercised (1 of 1 products ran on the target")
+
+
+def test_the_bar():
+    from crossbuild.proof.levels import meets
+
+    assert meets("tested", "exercised") and meets("exercised", "exercised") and not meets("built", "exercised")
+    assert meets("built", "built") and not meets(None, "built") and not meets("exercised", "tested")

@@ -2,7 +2,7 @@
 
 import os
 
-from crossbuild.proof.verify import copies_of, missing_from_rebuild
+from crossbuild.proof.rebuild_check import copies_of, missing_from_rebuild
 
 
 def test_hashed_folders_match_across_the_rebuild_but_each_artifact_is_claimed_once():

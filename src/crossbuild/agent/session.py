@@ -204,7 +204,7 @@ def resume(run_id: str, db: Path | None = None, *, resolved: Resolved, sandbox_b
         raise NotResumable(f"no single run in {path} matches {run_id!r}: see crossbuild runs list")
     replay = Replay.of(rec)
     root = Path(rec.run["workspace"] or "")
-    if not root.is_absolute() or not _is_workspace(root):
+    if not root.is_absolute() or not workspace.is_workspace(root):
         raise NotResumable(f"run {rec.run['id']}'s workspace {root} is gone (or is no crossbuild workspace): it "
                            "cannot be continued")
     try:
@@ -232,15 +232,6 @@ def resume(run_id: str, db: Path | None = None, *, resolved: Resolved, sandbox_b
     on_event(Event("resuming", {"run_id": rec.run["id"], "workspace": str(root), "turns": len(replay.turns),
                                 "calls": len(replay.results), "not_taken": differs}))
     return build(req, on_event=on_event, cancel=cancel, run_id=rec.run["id"], replay=replay)
-
-
-def _is_workspace(root: Path) -> bool:
-    """A crossbuild workspace as crossbuild makes one: real folders (no links) with src/ and .xbuild/."""
-    try:
-        return all(p.is_dir() and not p.is_symlink() for p in (root, root / "src", root / ".xbuild")) \
-            and not any(part.is_symlink() for part in root.parents)
-    except OSError:
-        return False
 
 
 def _not_taken(stored: dict[str, Any], req: BuildRequest, stored_model: dict[str, Any]) -> list[str]:

@@ -9,11 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from crossbuild.agent import session
 from crossbuild.agent.loop import RunOutcome
 from crossbuild.agent.resume import NotResumable
 from crossbuild.cli.common import (
+    below_required,
+    check_required,
     console,
     err,
     fail,
@@ -76,6 +79,8 @@ def build_command(
     source_hints: bool = typer.Option(True, "--source-hints/--no-source-hints", help="Whether the source's "
                                       "packaging (debian/, quilt's .pc/) stays in the workspace for the agent to "
                                       "read; --no-source-hints builds the project as its upstream release ships."),
+    require: str = typer.Option(None, "--require", help="tested | exercised (default) | built: the proof level a "
+                                "verified build must reach to exit 0 (crossbuild README, \"Verifying\")."),
     resume: str = typer.Option(None, "--resume", help="Continue an interrupted run (crossbuild runs list) in its "
                                "workspace with its settings: finished tool calls are not run again."),
 ) -> None:
@@ -87,6 +92,8 @@ def build_command(
     if engine == "langgraph" and importlib.util.find_spec("langgraph") is None:
         fail("--engine langgraph needs the langgraph extra: pip install 'crossbuild[langgraph]'")
     mode = "json" if as_json else progress
+    if require is not None:
+        check_required(require)
     if resume and (source or target or workspace_dir):
         fail("--resume continues a run in its own workspace: leave out SOURCE, --target and --workspace")
     if not source and not resume:
@@ -96,7 +103,8 @@ def build_command(
     resolved = load_settings(config, no_config, {
         "targets": target or None, "model": model, "base_url": base_url, "jobs": jobs,
         "keep_features": keep_features, "keep_libc": keep_libc, "budgets.max_steps": max_steps,
-        "dependencies": _dep_sources(dep_source) or None, "sandbox": sandbox_backend})
+        "dependencies": _dep_sources(dep_source) or None, "sandbox": sandbox_backend,
+        "require": require})
     s = resolved.settings
     require_sandbox(s.sandbox)  # no sandbox is never silent: refused here unless chosen by name
     if resume:
@@ -107,7 +115,7 @@ def build_command(
             if model else None  # else the run's own model, by name; never its stored URL
         start = functools.partial(session.resume, resume, db, resolved=resolved, sandbox_backend=s.sandbox,
                                   prefix=prefix.resolve() if prefix else None, model=chosen)
-        raise typer.Exit(0 if _build_one(start, mode) else 1)
+        raise typer.Exit(0 if _build_one(start, mode, s.require) else 1)
     if not s.targets:
         fail("no target: pass --target (e.g. -t aarch64-linux-musl) or set targets in crossbuild.toml")
     if workspace_dir is not None and len(s.targets) > 1:
@@ -123,15 +131,16 @@ def build_command(
             keep=keep, sandbox_backend=s.sandbox, source_hints=source_hints,
             model=ModelConfig(spec=s.model, base_url=s.base_url, strict=strict, tool_choice=tool_choice,
                               parallel_tool_calls=parallel, temperature=temperature, seed=seed, engine=engine))
-        outcomes.append(_build_one(functools.partial(session.build, req), mode))
+        outcomes.append(_build_one(functools.partial(session.build, req), mode, s.require))
     if len(outcomes) > 1 and mode != "json":
         for name, ok in zip(s.targets, outcomes, strict=True):
-            console.print(f"{name}: " + ("[green]VERIFIED[/]" if ok else "[red]not verified[/]"))
+            console.print(f"{name}: " + ("[green]VERIFIED[/]" if ok else f"[red]not verified at {s.require}[/]"))
     raise typer.Exit(0 if all(outcomes) else 1)
 
 
-def _build_one(start: Callable[..., tuple[RunOutcome, RunContext]], mode: str) -> bool:
-    """One target's run (START(on_event=, cancel=)), rendered as it happens; True when verified."""
+def _build_one(start: Callable[..., tuple[RunOutcome, RunContext]], mode: str, required: str) -> bool:
+    """One target's run (START(on_event=, cancel=)), rendered as it happens; True when verified at the REQUIRED
+    proof level or above."""
     show = renderer(mode)
     cancel = threading.Event()
 
@@ -151,9 +160,11 @@ def _build_one(start: Callable[..., tuple[RunOutcome, RunContext]], mode: str) -
         raise typer.Exit(2)
     if error is not None:
         raise error
+    below = below_required(outcome.verify if outcome.ok else None, required)
     if mode == "json":
-        show.outcome({**outcome.to_dict(), "workspace": str(ctx.root)})
-        return outcome.ok
+        show.outcome({**outcome.to_dict(), "workspace": str(ctx.root), "required": required,
+                      "meets_requirement": outcome.ok and below is None})
+        return outcome.ok and below is None
     if outcome.verify:
         print_report(outcome.verify, False)
     colour = "green" if outcome.ok else "red"
@@ -165,7 +176,9 @@ def _build_one(start: Callable[..., tuple[RunOutcome, RunContext]], mode: str) -
     console.print(outcome.message[:2000], markup=False, highlight=False)
     where = ctx.root / outcome.output_dir if outcome.output_dir else ctx.root
     console.print(f"artifacts: {where}\nrun id: {outcome.run_id} (crossbuild runs show {outcome.run_id})")
-    return outcome.ok
+    if below:
+        err.print(f"[red]error:[/] {escape(below)}", highlight=False)
+    return outcome.ok and below is None
 
 
 def _dep_sources(specs: list[str]) -> dict[str, str]:

@@ -17,6 +17,7 @@ from rich.text import Text
 from crossbuild.env import sandbox
 from crossbuild.foundation import settings
 from crossbuild.foundation.targets import Target, UnknownTargetError, parse_target
+from crossbuild.proof.levels import LEVELS, meets
 from crossbuild.proof.verify import VerifyReport
 from crossbuild.trace import store as trace_store
 
@@ -83,6 +84,22 @@ def load_settings(config: Path | None, no_config: bool, given: dict[str, Any]) -
     return resolved
 
 
+def check_required(level: str | None) -> str:
+    """A --require value, or one line and status 2."""
+    if level not in LEVELS:
+        fail(f"--require {level!r}: choose one of {', '.join(LEVELS)} (README, \"Verifying\")")
+    return level
+
+
+def below_required(report: VerifyReport | None, required: str) -> str | None:
+    """Why a VERIFIED report does not meet REQUIRED (one line that says how to accept it), or None; None too for a
+    report that is not verified (its own reasons say why)."""
+    if report is None or not report.ok or meets(report.proof, required):
+        return None
+    return (f"verified for {report.target} at `{report.proof}`, below the required `{required}`: "
+            f"{report.proof_why}. Pass --require {report.proof} (or set require in your settings) to accept it.")
+
+
 def print_report(report: VerifyReport, as_json: bool) -> None:
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
@@ -119,6 +136,14 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
             result = f"[{style}]{escape(r.outcome())}[/]"
             runs.add_row(r.path, result, f"{r.duration_s:.2f}s", r.output_tail[-300:])
         print_table(runs)
+    if report.probe_runs:
+        probes = Table(title="crossbuild's probes on the target (no usable test suite)")
+        for col in ("product", "kind", "result", "time"):
+            probes.add_column(col, overflow="fold")
+        for p in report.probe_runs:
+            style = "yellow" if p.skipped else "green" if p.passed else "red"
+            probes.add_row(p.path, p.kind, f"[{style}]{escape(p.outcome())}[/]", f"{p.duration_s:.2f}s")
+        print_table(probes)
     if report.ok:
         console.print(f"[bold green]VERIFIED[/] for {report.target}; proof: {escape(report.level().phrase())}",
                       highlight=False)

@@ -5,8 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
-from crossbuild.cli.common import console, err, print_report, require_sandbox, target_from
+from crossbuild.cli.common import (
+    below_required,
+    check_required,
+    console,
+    err,
+    print_report,
+    require_sandbox,
+    target_from,
+)
 from crossbuild.env import recipes, sandbox, workspace
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.proof.verify import verify as run_verify
@@ -23,18 +32,25 @@ def verify(
                                          "machine (build-time helper programs)."),
     sandbox_backend: str = typer.Option("auto", "--sandbox", help="Where test programs run: auto (bubblewrap, "
                                         "refusing to run them without it) | bubblewrap | none (by your choice)."),
+    require: str = typer.Option("exercised", "--require", help="tested | exercised | built: the proof level a "
+                                "verified build must reach to exit 0 (README, \"Verifying\")."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Judge a build: every binary must be for TARGET; test programs must pass under qemu."""
     t = target_from(target)
+    check_required(require)
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory", param_hint="DIRECTORY")
     if not no_run:
         require_sandbox(sandbox_backend)
-    box = None if no_run else sandbox.for_tree(directory.resolve(), sandbox_backend)
-    report = run_verify(directory.resolve(), t, run_tests=not no_run, allow_host=allow_host, box=box)
-    print_report(report, as_json)
-    raise typer.Exit(0 if report.ok else 1)
+    root = directory.resolve()
+    # inside a crossbuild workspace, its toolchain builds the probes that exercise a build without tests
+    ws = None if no_run else workspace.enclosing(root)
+    tc = Toolchain.for_target(t, ws).materialise(warm=("c",)) if ws else None
+    box = None if no_run else sandbox.for_toolchain(tc, sandbox_backend) if tc else sandbox.for_tree(root,
+                                                                                                      sandbox_backend)
+    report = run_verify(root, t, toolchain=tc, run_tests=not no_run, allow_host=allow_host, box=box)
+    raise typer.Exit(_judged(report, as_json, require))
 
 
 @app.command()
@@ -45,10 +61,13 @@ def quick(
     workspace_dir: Path = typer.Option(None, "--workspace", "-w", help="Run folder (default: ./crossbuild-runs/...)."),
     rebuild: bool = typer.Option(True, "--rebuild/--no-rebuild", help="Verify with a clean rebuild."),
     sandbox_backend: str = typer.Option("auto", "--sandbox", help="auto | bubblewrap | none"),
+    require: str = typer.Option("exercised", "--require", help="tested | exercised | built: the proof level a "
+                                "verified build must reach to exit 0 (README, \"Verifying\")."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Cross-build SOURCE with the standard recipe of its build system (no agent), then verify it."""
     t = target_from(target)
+    check_required(require)
     require_sandbox(sandbox_backend)  # before anything is made
     root = workspace_dir or workspace.new_root(Path("crossbuild-runs"), source, t.name)
     try:
@@ -74,5 +93,13 @@ def quick(
         raise typer.Exit(1)
     report = run_verify(ws.root / recipes.output_dir(chosen), t, toolchain=tc, box=box,
                         rebuild_steps=steps if rebuild else None)
+    raise typer.Exit(_judged(report, as_json, require))
+
+
+def _judged(report, as_json: bool, required: str) -> int:
+    """Print the verdict; its exit status: 0 only when verified at REQUIRED or above."""
     print_report(report, as_json)
-    raise typer.Exit(0 if report.ok else 1)
+    below = below_required(report, required)
+    if below:
+        err.print(f"[red]error:[/] {escape(below)}", highlight=False)
+    return 0 if report.ok and below is None else 1

@@ -1,5 +1,6 @@
 """Run folders: `<workspace>/src` holds a private copy of the project, prepared from a local folder, a tarball,
-a git URL or `debian:NAME[=VERSION]`. The original source is never modified.
+a git URL or `debian:NAME[=VERSION]`. The original source is never modified. Longer than 350 lines: preparing each
+source form into that layout and recognising the layout later (is_workspace) are one job.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from pathlib import Path
 from crossbuild.env import quilt, sources
 from crossbuild.foundation import host, safefs
 
-# Files a build never needs and a model must never read: they are not copied into workspaces, and the tools refuse
-# them by name even if one appears later.
 # The source as prepared, before any build ran: the clean rebuild starts from it (plus the agent's own edits). Under
 # .xbuild/, which builds cannot write.
 PRISTINE = ".xbuild/pristine"
 
+# Files a build never needs and a model must never read: they are not copied into workspaces, and the tools refuse
+# them by name even if one appears later.
 CREDENTIAL_PATTERNS = (".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks",
                        "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials",
                        ".npmrc", ".pypirc", ".pgpass", "credentials", "credentials.json", "*.kdbx", ".htpasswd",
@@ -31,6 +32,20 @@ CREDENTIAL_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube")
 # A distribution's packaging of the project at its top level (Debian's rules and patches, quilt's copies of the
 # files before patching): hints an upstream release does not have (prepare(..., source_hints=False) removes them).
 PACKAGING = ("debian", ".pc")
+
+
+def is_workspace(root: Path) -> bool:
+    """A crossbuild workspace as crossbuild makes one: real folders (no links, nor above) with src/ and .xbuild/."""
+    try:
+        return all(p.is_dir() and not p.is_symlink() for p in (root, root / "src", root / ".xbuild")) \
+            and not any(part.is_symlink() for part in root.parents)
+    except OSError:
+        return False
+
+
+def enclosing(path: Path) -> Path | None:
+    """The workspace PATH (absolute) lies in: itself or its nearest parent that is one, else None."""
+    return next((p for p in (path, *path.parents) if is_workspace(p)), None)
 
 
 def is_credential(path: str | Path) -> bool:

@@ -6,8 +6,9 @@ relative paths resolve against their own folder); each value remembers the layer
 `crossbuild config show`. The project file is the nearest `crossbuild.toml` in the current folder or its parents (as
 cargo finds its config), or the one `--config` names. Any such file may have come with a download (a project, an
 unpacked bundle, a folder above), so it may set only what cannot widen access (PROJECT_KEYS; budgets only lowered):
-a model, base URL, passed-through variable, dependency source or sandbox mode comes from the command line, the
-environment or the user's own file. A key a project file may not set is ignored and named in a warning.
+a model, base URL, passed-through variable, dependency source, sandbox mode or proof bar (`require`) comes from the
+command line, the environment or the user's own file. A key a project file may not set is ignored and named in a
+warning. Longer than 350 lines: the model, its layers and the project-file rule are one job, read together.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class Settings(BaseModel):
     keep_libc: bool = False
     sandbox: Literal["auto", "bubblewrap", "none"] = Field(
         default="auto", description="auto: bubblewrap, refusing to build without it; none: no isolation, by choice")
+    require: Literal["tested", "exercised", "built"] = Field(
+        default="exercised", description="the proof level below which a verified build still exits 1")
     env_passthrough: Annotated[list[str], NoDecode] = Field(
         default=[], description="names of the user's variables a build may see (never credentials)")
     budgets: BudgetSettings = BudgetSettings()
@@ -270,6 +273,7 @@ class _FromEnvironment(BaseSettings):
     keep_features: str | None = None
     keep_libc: str | None = None
     sandbox: str | None = None
+    require: str | None = None
     env_passthrough: str | None = None
     budgets: dict[str, str] | None = None
 

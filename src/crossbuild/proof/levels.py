@@ -1,7 +1,13 @@
-"""What a verdict proved on the target, as one level (README, "Verifying"): `tested` when the project's own test
-programs ran there and passed, `built` when only the static checks stand (every binary's architecture, the clean
-rebuild). `exercised` (executables started, libraries loaded by crossbuild's probes) sits between them and is not
-reached yet: a build without a usable test suite is `built`, and says why it is no higher.
+"""What a verdict proved on the target, as one level (README, "Verifying"):
+
+- `tested`: the project's own test programs ran there and passed: at least one passed, none failed, fewer not
+  counted (excused with evidence, or only printing their usage) than passed, and no test was switched off;
+- `exercised`: no usable test suite, but every product ran there: each executable started cleanly, each shared
+  library was loaded with every exported symbol resolved, each static library was linked whole into a probe that
+  ran (crossbuild's own probes, exercise.py);
+- `built`: only the static checks stand (every binary's architecture, the expected artifacts, the clean rebuild).
+
+Each verdict carries the counts it rests on and why it is no higher.
 """
 
 from __future__ import annotations
@@ -10,15 +16,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from crossbuild.proof.exercise import ProbeRun
     from crossbuild.proof.smoke import SmokeRun
 
 LEVELS = ("tested", "exercised", "built")
 
 
+def meets(level: str | None, required: str) -> bool:
+    """Whether LEVEL (None: not verified) is REQUIRED or above."""
+    return level is not None and LEVELS.index(level) <= LEVELS.index(required)
+
+
 @dataclass
 class Proof:
     level: str | None  # tested | exercised | built; None when the verdict is NOT VERIFIED
-    counts: dict[str, int] = field(default_factory=dict)  # test programs: found, ran, passed, not_counted, failed
+    # test programs: found, ran, passed, not_counted, failed; probes: probes_run, probes_passed
+    counts: dict[str, int] = field(default_factory=dict)
     why_not_higher: str | None = None  # what keeps it from the next level up (None at tested)
 
     def phrase(self) -> str:
@@ -27,29 +40,58 @@ class Proof:
         if self.level == "tested":
             extra = f", {c['not_counted']} not counted" if c.get("not_counted") else ""
             return f"tested ({c['passed']} of {c['ran']} test programs passed on the target{extra})"
+        if self.level == "exercised":
+            return (f"exercised ({c.get('probes_passed', 0)} of {c.get('probes_run', 0)} products ran on the "
+                    f"target: executables started, libraries loaded or linked whole; not tested: "
+                    f"{self.why_not_higher})")
         return f"{self.level}: {self.why_not_higher}" if self.level else f"not verified ({self.why_not_higher})"
 
 
-def proof_of(ok: bool, run_tests: bool, runs: list[SmokeRun]) -> Proof:
-    """The level a verdict (OK, whether test programs were to run, the runs) reached. `tested` needs at least one
-    test program passed, none failed, and fewer not counted (excused, or only printing their usage) than passed."""
+def proof_of(ok: bool, run_tests: bool, runs: list[SmokeRun], probes: list[ProbeRun] | None = None,
+             tests_off: str | None = None) -> Proof:
+    """The level a verdict (OK, whether programs were to run, the test runs, the probes when they ran, and what
+    switched tests off in the recorded steps) reached."""
     ran = [r for r in runs if not r.skipped]
     passed = sum(r.passed for r in ran)
     failed = sum(r.failed for r in ran)
     excused = sum(1 for r in ran if not r.passed and not r.failed)
     counts = {"found": len(runs), "ran": len(ran), "passed": passed, "not_counted": excused, "failed": failed}
+    if probes is not None:
+        counts["probes_run"] = sum(1 for p in probes if not p.skipped and p.kind != "more")
+        counts["probes_passed"] = sum(1 for p in probes if p.passed)
     if not ok:
         return Proof(None, counts, f"{failed} test programs failed" if failed else "the static checks failed")
-    if passed and not failed and excused < passed:
+    untested = not_tested(run_tests, runs, ran, passed, excused, tests_off)
+    if untested is None:
         return Proof("tested", counts)
     if not run_tests:
-        why = "test programs were not run (run_tests off)"
-    elif not runs:
-        why = "no test program was built (no test-like executable), and nothing else ran on the target"
-    elif not ran:
-        why = f"none of the {len(runs)} test programs could run here ({runs[0].skipped})"
-    elif not passed:
-        why = f"no test program passed on the target ({excused} of {len(ran)} not counted)"
-    else:
-        why = f"as many test programs not counted ({excused}) as passed ({passed})"
-    return Proof("built", counts, why)
+        return Proof("built", counts, untested)
+    if not probes:
+        return Proof("built", counts, f"{untested}; and no product could be probed on the target")
+    blocking = [p for p in probes if not p.passed and p.kind != "more"]  # "more": products over the cap
+    if not blocking:
+        return Proof("exercised", counts, untested)
+    first = blocking[0]
+    said = (f"{first.path}: {first.skipped}" if first.skipped else f"{first.path}: {first.why}") if first.path \
+        else first.skipped
+    return Proof("built", counts, f"{untested}; and {len(blocking)} of {len(probes)} probes did not pass "
+                                  f"(first: {said})")
+
+
+def not_tested(run_tests: bool, runs: list[SmokeRun], ran: list[SmokeRun], passed: int, excused: int,
+               tests_off: str | None) -> str | None:
+    """Why the test programs do not make the verdict `tested`, or None when they do."""
+    failed = any(r.failed for r in ran)
+    if tests_off:
+        return tests_off
+    if passed and not failed and excused < passed:
+        return None
+    if not run_tests:
+        return "test programs were not run (run_tests off)"
+    if not runs:
+        return "no test program was built (no test-like executable)"
+    if not ran:
+        return f"none of the {len(runs)} test programs could run here ({runs[0].skipped})"
+    if not passed:
+        return f"no test program passed on the target ({excused} of {len(ran)} not counted)"
+    return f"as many test programs not counted ({excused}) as passed ({passed})"

@@ -6,11 +6,8 @@ request a build for the build machine that tells a project's own test failures a
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import tempfile
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -22,12 +19,13 @@ from crossbuild.env.toolchain import Toolchain
 from crossbuild.env.workspace import PRISTINE
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
-from crossbuild.proof import native_check
+from crossbuild.proof import native_check, tests_off
 from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, same_as_source, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
+from crossbuild.proof.exercise import ProbeRun, exercise
 from crossbuild.proof.for_build import BuildMachineOutputs
-from crossbuild.proof.levels import Proof, proof_of
-from crossbuild.proof.second_build import build_again
+from crossbuild.proof.levels import Proof, not_tested, proof_of
+from crossbuild.proof.rebuild_check import clean_rebuild, scan_outputs
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
 from crossbuild.proof.target_run import test_program_box
 
@@ -52,6 +50,8 @@ class VerifyReport:
     # checked like ROOT's (paths relative to ROOT); not counted, not run
     elsewhere: list[dict] = field(default_factory=list)
     smoke_runs: list[SmokeRun] = field(default_factory=list)
+    # crossbuild's probes of the products (exercise.py), run when the test programs do not make it `tested`
+    probe_runs: list[ProbeRun] = field(default_factory=list)
     rebuild: dict | None = None
     sandbox: str = "none"
     run_tests: bool = True
@@ -118,6 +118,8 @@ class VerifyReport:
             lines.append(f"  smoke run {run.path}: {run.outcome()}")
             if run.failed:  # what it printed last: what a model needs to find the cause
                 lines += [f"    | {line[:200]}" for line in run.output_tail.splitlines()[-5:]]
+        for probe in self.probe_runs[:limit]:
+            lines.append(f"  probe {probe.kind} {probe.path}: {probe.outcome()}")
         if self.linker_temporaries or self.build_tools:
             lines.append(f"  {self.not_counted()}")
         if self.rebuild:
@@ -130,11 +132,13 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
            box: Sandbox | None = None, run_tests: bool = True, allow_host: list[str] | None = None,
            rebuild_steps: list[BuildStep] | None = None, rebuild_source: str = "src",
            rebuild_edits: Sequence[str] = (), smoke_timeout_s: float = 60.0,
-           build_machine_check: bool = False) -> VerifyReport:
+           build_machine_check: bool = False, steps_taken: list[BuildStep] | None = None) -> VerifyReport:
     """The verdict on the build folder ROOT. A clean rebuild (REBUILD_STEPS) starts from the source as it was
     prepared, with the files the agent edited (REBUILD_EDITS, workspace-relative) laid over it. With
     BUILD_MACHINE_CHECK, test programs that failed without a crash, when nothing else stands in the verdict's way,
-    are run again from a build of the same steps for the build machine (native_check)."""
+    are run again from a build of the same steps for the build machine (native_check). STEPS_TAKEN (default:
+    REBUILD_STEPS) are the recorded commands read for tests switched off; without a usable test suite, crossbuild's
+    probes run every product on the target (exercise.py), and the proof level says what ran (levels.py)."""
     root = Path(os.path.abspath(root))
     report = VerifyReport(target=target.name, root=str(root), run_tests=run_tests)
     if root.is_symlink() or not root.is_dir():  # a build may replace its output folder by a link to host files
@@ -145,7 +149,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     if rebuild_steps:
         if toolchain is None:
             raise ValueError("a clean rebuild needs the toolchain (BuildEnv) it was built with")
-        report.rebuild = _clean_rebuild(root, rebuild_steps, toolchain, rebuild_source, box, rebuild_edits)
+        report.rebuild = clean_rebuild(root, rebuild_steps, toolchain, rebuild_source, box, rebuild_edits)
         if not report.rebuild["ok"]:
             report.reasons.append(f"clean rebuild failed: {report.rebuild['error']}")
 
@@ -198,8 +202,12 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     for rel in report.not_binaries:
         report.reasons.append(f"{rel}: named like a binary but is not one")
 
+    # the recorded steps that turned tests off: such a verdict cannot be `tested`
+    taken = steps_taken if steps_taken is not None else rebuild_steps or []
+    switched_off = tests_off.tests_switched_off(taken, root=toolchain.workspace if toolchain else None)
     if run_tests:
-        box = test_program_box(box or _default_box(root, toolchain), target)
+        build_box = box or _default_box(root, toolchain)
+        box = test_program_box(build_box, target)
         report.sandbox = box.backend
         if toolchain is not None:
             log_dir = Path(tempfile.mkdtemp(prefix="verify-", dir=toolchain.logs))
@@ -218,15 +226,21 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         for run in report.smoke_runs:
             if run.failed:
                 report.reasons.append(f"smoke run {run.path} failed under qemu ({run.why})")
+        if toolchain is not None and not report.reasons and _untested(report, switched_off):
+            # no usable test suite: crossbuild's own probes run every product on the target instead
+            report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,
+                                         smoke_timeout_s, log_dir, deps)
     report.ok = not report.reasons
-    proof = proof_of(report.ok, run_tests, report.smoke_runs)
+    proof = proof_of(report.ok, run_tests, report.smoke_runs, report.probe_runs if run_tests else None,
+                     switched_off)
     report.proof, report.proof_counts, report.proof_why = proof.level, proof.counts, proof.why_not_higher
     return report
 
 
-def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
-    """scan_tree, leaving out crossbuild's own folders."""
-    return scan_tree(root, prune=own_folders(root, toolchain))
+def _untested(report: VerifyReport, tests_off: str | None) -> str | None:
+    ran = [r for r in report.smoke_runs if not r.skipped]
+    excused = sum(1 for r in ran if not r.passed and not r.failed)
+    return not_tested(True, report.smoke_runs, ran, sum(r.passed for r in ran), excused, tests_off)
 
 
 def scan_elsewhere(root: Path, toolchain: Toolchain | None) -> ScanResult | None:
@@ -251,75 +265,6 @@ def scan_elsewhere(root: Path, toolchain: Toolchain | None) -> ScanResult | None
 
 def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
     return sandbox.for_toolchain(toolchain) if toolchain is not None else sandbox.for_tree(root)
-
-
-def _clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, source: str,
-                   box: Sandbox | None, edits: Sequence[str] = ()) -> dict:
-    """Replay the recorded steps in a second build (second_build: a fresh copy of the pristine source with the
-    agent's edits, in `.xbuild/rebuild/`), and check it made every linked artifact the first build made."""
-    original_ws = toolchain.workspace
-    second = build_again(toolchain, steps, source, edits, box.backend if box is not None else "auto", into="rebuild")
-    fresh, fresh_ws = second.toolchain, second.workspace
-    if second.error:
-        return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
-                "not_copied": second.not_copied, "error": second.error}
-    try:
-        rel_root = root.relative_to(original_ws)
-    except ValueError:
-        rel_root = Path(".")
-    linked = LINKED_KINDS
-    rebuilt = {a.path for a in scan_outputs(fresh_ws / rel_root, fresh).artifacts if a.kind in linked}
-    original = {a.path for a in scan_outputs(root, toolchain).artifacts if a.kind in linked}
-    missing = missing_from_rebuild(original, rebuilt)
-    missing = [p for p in missing if p not in copies_of(root, missing, original & rebuilt)]
-    ok = bool(rebuilt) and not missing
-    return {"ok": ok, "steps": [str(s) for s in steps], "workspace": str(fresh_ws), "artifacts": len(rebuilt),
-            "not_copied": second.not_copied,
-            "error": None if ok else ("rebuild produced no binaries" if not rebuilt
-                                      else f"rebuild lacks {', '.join(missing[:5])}")}
-
-
-_HASH = re.compile(r"[0-9a-f]{16,}", re.IGNORECASE)
-
-
-def _unhashed(path: str) -> str:
-    """PATH with the hashes in its folder names blanked (libzstd's `obj/conf_<md5 of the flags>/`): the flags
-    name the workspace, so the rebuild's copy hashes to another folder."""
-    folders, _, name = path.rpartition("/")
-    return _HASH.sub("#", folders) + "/" + name
-
-
-def missing_from_rebuild(original: set[str], rebuilt: set[str]) -> list[str]:
-    """The first build's artifacts the rebuild lacks: each needs its own path, or one rebuilt artifact no other
-    claims whose path differs only in hashed folder names."""
-    spare = Counter(_unhashed(p) for p in rebuilt - original)
-    missing = []
-    for path in sorted(original - rebuilt):
-        if spare[_unhashed(path)]:
-            spare[_unhashed(path)] -= 1
-        else:
-            missing.append(path)
-    return missing
-
-
-def copies_of(root: Path, paths: Sequence[str], kept: set[str]) -> set[str]:
-    """Of PATHS (below ROOT), the files whose bytes equal an artifact of KEPT: copies an install step made of a
-    product both builds have (a plain Makefile's install into the source folder that failed partway, lua5.4's
-    debian/tmp, is not replayed), which are no products of their own."""
-    def fingerprint(rel: str, sizes: set[int] | None = None) -> tuple[int, str] | None:
-        try:
-            with os.fdopen(safefs.open_regular(root, rel, max_bytes=256 << 20), "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if sizes is not None and size not in sizes:
-                    return None  # no copy of anything missing: not worth hashing
-                return size, hashlib.file_digest(f, "sha256").hexdigest()
-        except OSError:  # safefs.UnsafePath included: a link or something else is no copy
-            return None
-
-    found = {p: fp for p in paths if (fp := fingerprint(p))}
-    sizes = {size for size, _ in found.values()}
-    known = {fp for rel in kept if (fp := fingerprint(rel, sizes))} if found else set()
-    return {p for p, fp in found.items() if fp in known}
 
 
 def _installed_names(toolchain: Toolchain | None) -> set[str] | None:

@@ -12,12 +12,13 @@ from typing import Any
 
 from pydantic import Field
 
-from crossbuild.env import debian_rules, recipes
+from crossbuild.env import debian_rules, ninja_targets, recipes
 from crossbuild.env.recipes import BuildStep
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.artifacts import check_artifact
-from crossbuild.proof.verify import VerifyReport, scan_outputs, verify
+from crossbuild.proof.rebuild_check import scan_outputs
+from crossbuild.proof.verify import VerifyReport, verify
 from crossbuild.tools import paths
 from crossbuild.tools.base import BadArguments, ErrorType, Tool, ToolArgs, ToolResult
 from crossbuild.tools.command import INSPECTION_TOOLS
@@ -114,9 +115,13 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         lines.append(f"meson options that turn features off: {' '.join(sorted(meson.values()))[:1000]}")
     if goals:
         lines.append(f"make's default goal `{goals['default']}` builds: {' '.join(goals['prerequisites'])[:600]}")
+    targets = ninja_targets.cmake_targets(ctx.root) if system == "cmake" else []
+    if targets:
+        lines.append("CMake targets (cmake --build build --target NAME...): "
+                     + " ".join(t["name"] for t in targets)[:600])
     return ToolResult(ok=True, message="\n".join(lines),
                       data={"options": options, "choice_options": choices, "configure_options": switches,
-                            "meson_options": meson,
+                            "meson_options": meson, "cmake_targets": targets,
                             "make_goals": goals, "make_cross_switches": cross, "make_conditional_rules": behind,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
@@ -229,8 +234,8 @@ class VerifyArgs(ToolArgs):
     path: str = Field("build", description="Folder to judge, relative to the workspace (the build folder, or an "
                                            "install folder).")
     run_tests: bool = Field(True, description="Run test-like programs under qemu (smoke runs).")
-    timeout: int = Field(60, ge=1, le=600, description="Seconds each test program may run under qemu (emulation is "
-                                                       "slow: raise it for long test suites).")
+    timeout: int = Field(60, ge=1, le=600, description="Seconds each test program may run natively; under qemu the "
+                                                       "limit is multiplied by the emulator's measured slowdown.")
     rebuild: bool = Field(False, description="Also replay this session's successful commands on a fresh copy of src/ "
                                              "and require the same artifacts (slow: a second full build).")
     build_machine_check: bool = Field(
@@ -246,9 +251,10 @@ def _authorize_verify(ctx: RunContext, args: VerifyArgs) -> Path:
 
 def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     rebuild = args.rebuild or args.build_machine_check
-    steps = replay_steps(ctx) if rebuild else None
+    steps = replay_steps(ctx)  # also what the verdict reads for tests switched off
     report = verify(real, ctx.target, toolchain=ctx.toolchain, box=ctx.sandbox, run_tests=args.run_tests,
-                    rebuild_steps=steps or None, rebuild_edits=ctx.edited, smoke_timeout_s=args.timeout,
+                    rebuild_steps=(steps or None) if rebuild else None, steps_taken=steps,
+                    rebuild_edits=ctx.edited, smoke_timeout_s=args.timeout,
                     build_machine_check=args.build_machine_check)
     text = report.summary(paths.display(ctx, real))
     if rebuild and not steps:
@@ -259,6 +265,8 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
             "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped, "triage": r.triage, "why": r.why,
                             "outcome": r.outcome()}
                            for r in report.smoke_runs],
+            "probe_runs": [{"kind": p.kind, "path": p.path, "passed": p.passed, "outcome": p.outcome()}
+                           for p in report.probe_runs],
             "rebuild": report.rebuild}
     if report.ok:
         return ToolResult(ok=True, message=text, data=data)
@@ -277,8 +285,9 @@ def _verify_hint(report: VerifyReport, args: VerifyArgs) -> str:
         return ("the clean rebuild replays this session's successful commands on a fresh copy of src/: make every "
                 "needed change a file edit or a command, not a leftover of an earlier attempt")
     if any(r.stopped == "timeout" for r in report.smoke_runs):
-        return (f"a test program ran past {args.timeout} s under qemu (emulation is slow): call verify with a larger "
-                "timeout (at most 600), or read its log if it waits for input")
+        return (f"a test program ran past its limit ({args.timeout} s times the emulator's slowdown) under qemu: a "
+                "timeout is a failure; read its log (does it wait for input or the network?), or call verify with a "
+                "larger timeout (at most 600) for a long suite")
     if report.only_tests_failed() and not args.build_machine_check:
         return ("a test program failed under qemu: its output is above; fix the cause (or the build), then verify "
                 "again. With no fix left, verify with build_machine_check=true: it shows whether they fail the same "
@@ -301,7 +310,11 @@ VERIFY = Tool(
         "Judge the build like crossbuild does at the end: every binary in the folder must be for the target "
         "(architecture, ABI, libc), at least one executable or library must exist, and test-like programs must pass "
         "under qemu (or fail the same way built for the build machine, with build_machine_check); optionally a clean "
-        "rebuild. Returns VERIFIED or the reasons it is not. Your own claim of success "
-        "never counts; this does."),
+        "rebuild. Returns VERIFIED or the reasons it is not, and the proof level reached: `tested` (the project's own "
+        "test programs ran on the target and passed), `exercised` (no usable tests, but every executable started, "
+        "every shared library loaded with its exports resolved and every static library linked whole into a probe "
+        "that ran, on the target), `built` (only the architecture checks and the rebuild: nothing ran). The user's "
+        "bar is usually `exercised`: a fix that turns the project's tests off can never give `tested`. Your own "
+        "claim of success never counts; this does."),
 )
 

@@ -1,0 +1,274 @@
+"""What a build without a usable test suite still proves on the target: the verifier's probes (level `exercised`,
+levels.py). Each product is run there, under the same runner as the test programs:
+
+- every executable (not a test program) on a harmless invocation: `--version`, then `--help`, then no arguments
+  (stdin closed); it passes on the first that exits 0, or when it prints its usage and exits with a usage status
+  (it started and reached its argument handling, which is what `--help` shows too);
+- every shared library, dlopen()ed with RTLD_NOW by crossbuild's probe program, which then dlsym()s each symbol
+  the library's .dynsym exports (read here, host-side) and exits 0 only when all resolve;
+- every static library, linked whole (`--whole-archive`) into crossbuild's probe program together with the
+  project's other static libraries and the prefix's (the dependencies), and the probe run.
+
+The probes are crossbuild's own C code, compiled with the workspace's toolchain (its zcc/zxx) inside the build's
+sandbox after the build has finished, into a fresh folder; what each checked is recorded in its `checked` text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from crossbuild.env.sandbox import Limits, Sandbox
+from crossbuild.env.toolchain import Toolchain
+from crossbuild.foundation import safefs
+from crossbuild.foundation.targets import Target
+from crossbuild.proof import slowdown
+from crossbuild.proof.binary_formats import dynamic_symbols
+from crossbuild.proof.smoke import is_testlike
+from crossbuild.proof.target_run import loader_lacks, runner_argv
+from crossbuild.proof.triage import Triage, triage
+
+MAX_PER_KIND = 20  # probes of each kind; more are counted, not run
+_HARMLESS = (["--version"], ["--help"], [])
+
+_LOAD_PROBE = r"""/* crossbuild's library probe: load LIBRARY now, resolve each name in NAMES */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    if (argc != 3) { fprintf(stderr, "usage: load-probe LIBRARY NAMES\n"); return 2; }
+    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) { printf("crossbuild-probe: dlopen failed: %s\n", dlerror()); return 1; }
+    FILE *names = fopen(argv[2], "r");
+    if (!names) { perror(argv[2]); return 2; }
+    char name[4096];
+    long wanted = 0, found = 0;
+    while (fgets(name, sizeof name, names)) {
+        name[strcspn(name, "\n")] = 0;
+        if (!*name) continue;
+        wanted++;
+        dlerror();
+        void *sym = dlsym(lib, name);
+        const char *err = dlerror();
+        if (sym || !err) found++;
+        else if (wanted - found <= 5) printf("crossbuild-probe: unresolved: %s (%s)\n", name, err);
+    }
+    printf("crossbuild-probe: loaded, %ld of %ld exported symbols resolved\n", found, wanted);
+    return found == wanted ? 0 : 1;
+}
+"""
+_LINK_PROBE = r"""/* crossbuild's archive probe: linked whole with a static library; its constructors run before this */
+#include <stdio.h>
+int main(void) { printf("crossbuild-probe: linked whole and started\n"); return 0; }
+"""
+
+
+@dataclass
+class ProbeRun:
+    kind: str  # executable | shared_library | static_library
+    path: str  # the product, relative to the verified folder
+    checked: str = ""  # what this probe did: "ran `xz --version`", "dlopen + dlsym of 42 exported symbols"
+    passed: bool = False
+    skipped: str | None = None  # why it could not run here
+    why: str | None = None  # when it failed: its evidence (an output line, an exit status, a link error)
+    duration_s: float = 0.0
+
+    def outcome(self) -> str:
+        if self.skipped:
+            return f"skipped: {self.skipped}"
+        return f"passed: {self.checked}" if self.passed else f"FAILED: {self.checked}: {self.why}"
+
+
+@dataclass
+class _Runner:
+    """How a probe runs: the test programs' sandbox, the target, the library folders, a log folder."""
+    target: Target
+    root: Path
+    box: Sandbox
+    lib_rels: list[str]
+    lib_dirs: list[str]
+    dependency_lib_dirs: list[str]
+    timeout: float  # the base limit times the emulator's slowdown (SCALE)
+    log_dir: Path
+    scale: float
+    workspace: Path
+    count: int = 0
+
+    def triage(self, code: int | None, stopped: str | None, lines: list[str]) -> Triage:
+        return triage(code, stopped, lines, self.timeout, scale=self.scale, workspace=self.workspace)
+
+    def run(self, probe: ProbeRun, exe: Path, args: list[str], *, dynamic: bool, rel: str | None = None,
+            cwd: Path | None = None) -> tuple[int | None, str | None, list[str]] | None:
+        """Run EXE ARGS on the target: (exit status, what stopped it, its output), or None with PROBE.skipped."""
+        argv, why_not = runner_argv(self.target, exe, dynamic=dynamic, lib_dirs=self.lib_dirs, args=args)
+        if argv is not None and dynamic and self.target.libc == "musl" and rel is not None:
+            why_not = loader_lacks(self.target, self.root, rel, self.lib_rels, self.dependency_lib_dirs)
+        if argv is None or why_not:
+            probe.skipped = why_not
+            return None
+        self.count += 1
+        log_name = f"probe-{self.count:02d}-{exe.name[:60]}.log"
+        cwd = cwd or exe.parent
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C"}
+        res = self.box.run(argv, cwd=cwd, env=env, log_path=self.log_dir / log_name,
+                           limits=Limits(timeout_s=self.timeout, max_output_bytes=1 << 20))
+        probe.duration_s = round(probe.duration_s + res.duration_s, 3)
+        lines = safefs.read_text(self.log_dir, log_name, max_bytes=2 << 20).splitlines()[2:]
+        return res.returncode, res.stopped, [line for line in lines if not line.startswith("[crossbuild:")]
+
+
+def exercise(root: Path, target: Target, artifacts: list[dict], toolchain: Toolchain, build_box: Sandbox,
+             test_box: Sandbox, timeout: float, log_dir: Path, dependency_lib_dirs: list[str]) -> list[ProbeRun]:
+    """Probe every product among ARTIFACTS (the verifier's entries below ROOT, "ok" when they fit TARGET): the
+    executables that are not test programs, the shared and the static libraries (deduplicated by content)."""
+    mine = [a for a in artifacts if a["ok"] and not a.get("member_of")]
+    executables = [a for a in mine if a["kind"] == "executable" and not is_testlike(a["path"])]
+    shared = _distinct(root, [a for a in mine if a["kind"] == "shared_library"])
+    static = _distinct(root, [a for a in mine if a["kind"] == "static_library"])
+    lib_rels = sorted(a["path"] for a in shared)
+    scale = slowdown.factor(target) if executables or shared or static else 1.0
+    runner = _Runner(target, root, test_box, lib_rels,
+                     sorted({str((root / rel).parent) for rel in lib_rels}) + list(dependency_lib_dirs),
+                     list(dependency_lib_dirs), timeout * scale, log_dir, scale, toolchain.workspace)
+    probes: list[ProbeRun] = []
+    for a in executables[:MAX_PER_KIND]:
+        probes.append(_start(runner, a))
+    work = None
+    if shared or static:
+        work = Path(tempfile.mkdtemp(prefix="probes-", dir=toolchain.scratch))
+        os.chmod(work, 0o755)  # test programs run as an ordinary user
+    for a in shared[:MAX_PER_KIND]:
+        probes.append(_load(runner, a, toolchain, build_box, work))
+    for a in static[:MAX_PER_KIND]:
+        probes.append(_link(runner, a, [s["path"] for s in static if s is not a], toolchain, build_box, work))
+    left = len(executables) + len(shared) + len(static) - len(probes)
+    if left > 0:
+        probes.append(ProbeRun("more", "", skipped=f"{left} more products not probed (at most {MAX_PER_KIND} "
+                                                    "of each kind)"))
+    return probes
+
+
+def _distinct(root: Path, entries: list[dict]) -> list[dict]:
+    """One entry per content: a library installed twice, or libtool's .libs/ copy, is probed once."""
+    seen: set[str] = set()
+    out = []
+    for a in sorted(entries, key=lambda a: (a["path"].count("/"), a["path"])):
+        try:
+            digest = hashlib.sha256(safefs.read_bytes(root, a["path"], max_bytes=512 << 20)).hexdigest()
+        except OSError:
+            continue
+        if digest not in seen:
+            seen.add(digest)
+            out.append(a)
+    return out
+
+
+def _start(runner: _Runner, a: dict) -> ProbeRun:
+    exe = runner.root / a["path"]
+    probe = ProbeRun("executable", a["path"])
+    tried = []
+    for args in _HARMLESS:
+        shown = " ".join([exe.name, *args])
+        done = runner.run(probe, exe, args, dynamic=a.get("linkage") == "dynamic", rel=a["path"])
+        if done is None:
+            return probe
+        code, stopped, lines = done
+        if code == 0 and not stopped:
+            probe.passed, probe.checked = True, f"ran `{shown}`: exit 0"
+            return probe
+        verdict = runner.triage(code, stopped, lines)
+        if verdict.kind == "usage":
+            probe.passed, probe.checked = True, f"ran `{shown}`: {verdict.why}"
+            return probe
+        tried.append(f"`{shown}`: {verdict.why}")
+        if verdict.kind == "crashed":
+            break  # a crash is the answer: no other invocation makes it a clean start
+    probe.checked = "ran " + ", ".join(t.split(":")[0] for t in tried)
+    probe.why = "; ".join(tried)[:400]
+    return probe
+
+
+def _compile(toolchain: Toolchain, box: Sandbox, work: Path, name: str, source: str, link_tail: list[str],
+             *, cxx: bool = False) -> tuple[Path | None, str | None]:
+    """Build one probe program in WORK with the workspace's compiler, in the build's sandbox: its object first,
+    then the link with it ahead of LINK_TAIL (zig puts a source's object after every archive, so an archive's own
+    main() - gtest_main's - would be taken first)."""
+    (work / f"{name}.c").write_text(source, encoding="utf-8")
+    env = toolchain.env.as_dict()
+    steps = [([str(toolchain.bindir / "zcc"), "-O1", "-c", "-o", f"{name}.o", f"{name}.c"], work, env),
+             ([str(toolchain.bindir / ("zxx" if cxx else "zcc")), "-o", name, f"{name}.o", *link_tail], work, env)]
+    failed = box.run_steps(steps, log_dir=work, stem=name)
+    if failed is None and (work / name).is_file():
+        return work / name, None
+    res = failed[1] if failed else None
+    log = Path(res.log_path) if res else work / name
+    text = safefs.read_text(log.parent, log.name, max_bytes=1 << 20).splitlines()[2:] if res else []
+    error = next((line.strip() for line in text if "error" in line.lower()), text[-1].strip() if text else "")
+    return None, f"the probe did not link (exit {res.returncode if res else '?'}): {error[:240]}"
+
+
+def _load(runner: _Runner, a: dict, toolchain: Toolchain, box: Sandbox, work: Path) -> ProbeRun:
+    probe = ProbeRun("shared_library", a["path"])
+    try:
+        with os.fdopen(safefs.open_regular(runner.root, a["path"]), "rb") as f:
+            exported = sorted(dynamic_symbols(f)[0])
+    except (OSError, ELFError) as e:
+        probe.why, probe.checked = f"its symbols cannot be read: {e}", "read .dynsym"
+        return probe
+    loader = work / "load-probe"
+    if not loader.is_file():
+        built, error = _compile(toolchain, box, work, "load-probe", _LOAD_PROBE, ["-dynamic", "-ldl"]
+                                if runner.target.libc == "musl" else ["-ldl"])
+        if built is None:
+            probe.skipped = error
+            return probe
+    index = len(list(work.glob("names-*.txt")))
+    names = work / f"names-{index}.txt"
+    names.write_text("".join(f"{n}\n" for n in exported), encoding="utf-8")
+    probe.checked = f"dlopen (RTLD_NOW) and dlsym of its {len(exported)} exported symbols"
+    done = runner.run(probe, loader, [str(runner.root / a["path"]), str(names)], dynamic=True,
+                      cwd=(runner.root / a["path"]).parent)
+    if done is not None:
+        probe.passed, probe.why = _verdict(runner, *done)
+    return probe
+
+
+def _link(runner: _Runner, a: dict, others: list[str], toolchain: Toolchain, box: Sandbox, work: Path) -> ProbeRun:
+    probe = ProbeRun("static_library", a["path"])
+    name = f"link-probe-{hashlib.sha256(a['path'].encode()).hexdigest()[:10]}"
+    prefix_libs = [str(p) for d in ("lib", "lib64") if (toolchain.prefix / d).is_dir()
+                   for p in sorted((toolchain.prefix / d).glob("*.a"))]
+    group = [str(runner.root / rel) for rel in others] + prefix_libs
+    system = ["-lm", "-lpthread"] + (["-ldl"] if runner.target.libc == "glibc" else [])
+    tail = ["-Wl,--whole-archive", str(runner.root / a["path"]), "-Wl,--no-whole-archive",
+            *(["-Wl,--start-group", *group, "-Wl,--end-group"] if group else []), *system]
+    probe.checked = f"linked whole ({len(others)} other project archives, {len(prefix_libs)} of the prefix's) and run"
+    built, error = _compile(toolchain, box, work, name, _LINK_PROBE, tail, cxx=True)
+    if built is None:
+        probe.why = error
+        return probe
+    with open(built, "rb") as f:
+        dynamic = _has_interpreter(f)
+    done = runner.run(probe, built, [], dynamic=dynamic)
+    if done is not None:
+        probe.passed, probe.why = _verdict(runner, *done)
+    return probe
+
+
+def _has_interpreter(f) -> bool:
+    return any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())
+
+
+def _verdict(runner: _Runner, code: int | None, stopped: str | None, lines: list[str]) -> tuple[bool, str | None]:
+    """A probe passes on exit 0; otherwise its evidence: the probe's own line, a crash, what stopped it."""
+    if code == 0 and not stopped:
+        return True, None
+    said = next((line.strip() for line in lines if line.startswith("crossbuild-probe: ")), None)
+    verdict = runner.triage(code, stopped, lines)
+    return False, (said or verdict.why)[:300]

@@ -1,0 +1,129 @@
+"""A project with no test suite, built and verified as a user does (`crossbuild quick`): its executables are
+started, its shared library loaded with every export resolved, its static library linked whole, all on the
+target under qemu, and the verdict says `exercised`; a product that crashes on the target keeps it at `built`, and
+the default bar (`--require exercised`) then refuses it with exit 1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cb, outcome_of
+
+CMAKE = """cmake_minimum_required(VERSION 3.10)
+project(greet C)
+add_library(greet SHARED greet.c)
+add_library(greet_static STATIC greet.c)
+set_target_properties(greet_static PROPERTIES OUTPUT_NAME greet)
+add_executable(greet-cli cli.c)
+target_link_libraries(greet-cli greet)
+if(WITH_CRASH)
+  add_executable(greet-crash crash.c)
+endif()
+"""
+LIBRARY = """#include <stdio.h>
+int greet_add(int a, int b) { return a + b; }
+const char *greet_version(void) { return "1.0"; }
+int greet_counter = 3;
+"""
+CLI = """#include <stdio.h>
+#include <string.h>
+int greet_add(int, int);
+const char *greet_version(void);
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--version")) {
+        printf("greet %s (%d)\\n", greet_version(), greet_add(2, 3));
+        return 0;
+    }
+    fprintf(stderr, "usage: greet-cli --version\\n");
+    return 2;
+}
+"""
+CRASH = """int main(int argc, char **argv) { volatile int *p = (int *)(long)(argc - 1); return *p; }
+"""
+
+
+def _project(tmp_path: Path, crash: bool) -> Path:
+    src = tmp_path / "greet"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(CMAKE.replace("if(WITH_CRASH)", "if(TRUE)" if crash else "if(FALSE)"))
+    (src / "greet.c").write_text(LIBRARY)
+    (src / "cli.c").write_text(CLI)
+    (src / "crash.c").write_text(CRASH)
+    return src
+
+
+def _report(stdout: str) -> dict:
+    return json.loads(stdout[stdout.index("\n{") + 1:] if not stdout.startswith("{") else stdout)
+
+
+@pytest.mark.slow
+def test_a_project_without_tests_is_exercised_on_the_target(tmp_path):
+    src = _project(tmp_path, crash=False)
+    r = cb("quick", str(src), "-t", "aarch64-linux-musl", "--system", "cmake", "-w", str(tmp_path / "ws"), "--json")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    report = _report(r.stdout)
+    assert report["ok"] and report["smoke_runs"] == []
+    assert report["proof"] == "exercised", (report["proof"], report["proof_why"], report["probe_runs"])
+    assert report["proof_why"].startswith("no test program was built")
+    probes = {Path(p["path"]).name: p for p in report["probe_runs"]}
+    assert probes["greet-cli"]["passed"] and probes["greet-cli"]["checked"] == "ran `greet-cli --version`: exit 0"
+    shared = next(p for name, p in probes.items() if name.startswith("libgreet.so"))
+    # greet_add, greet_version and greet_counter, at least: each was resolved by dlsym on the target
+    assert shared["passed"] and "dlsym of its" in shared["checked"], shared
+    assert int(shared["checked"].split("its ")[1].split()[0]) >= 3
+    assert probes["libgreet.a"]["passed"] and probes["libgreet.a"]["checked"].startswith("linked whole")
+    counts = report["proof_counts"]
+    assert counts["probes_run"] == counts["probes_passed"] == 3, counts
+
+
+@pytest.mark.slow
+def test_a_product_that_crashes_on_the_target_keeps_the_verdict_at_built(tmp_path):
+    src = _project(tmp_path, crash=True)
+    ws = tmp_path / "ws"
+    r = cb("quick", str(src), "-t", "aarch64-linux-musl", "--system", "cmake", "-w", str(ws), "--json")
+    report = _report(r.stdout)
+    assert report["ok"] and report["proof"] == "built", (report["proof"], report["proof_why"])
+    crash = next(p for p in report["probe_runs"] if p["path"].endswith("greet-crash"))
+    assert not crash["passed"] and "signal" in crash["why"].lower(), crash
+    assert "greet-crash" in report["proof_why"] and "1 of 4 probes did not pass" in report["proof_why"]
+    assert r.returncode == 1, "the default bar is exercised"
+    # the user may accept less, and says so
+    r = cb("verify", str(ws / "build"), "-t", "aarch64-linux-musl", "--require", "built")
+    assert r.returncode == 0 and "built:" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+BROKEN_TESTS_PROJECT = """cmake_minimum_required(VERSION 3.10)
+project(counted C)
+add_library(counted STATIC counted.c)
+add_executable(example_counted example.c)
+target_link_libraries(example_counted counted)
+add_executable(counted_test tests/counted_test.c)
+target_link_libraries(counted_test counted)
+"""
+
+
+@pytest.mark.slow
+def test_tests_switched_off_by_a_fix_cannot_make_the_verdict_tested(tmp_path):
+    """The project's test program cannot be built (its harness header is missing from the release): the planner
+    builds the other targets by name without it, and the build verifies: the library runs on the target (linked
+    whole into a probe), but the verdict names what left the tests out and stays below `tested`."""
+    src = tmp_path / "counted"
+    (src / "tests").mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text(BROKEN_TESTS_PROJECT)
+    (src / "counted.c").write_text("int counted(int n) { return n + 1; }\n")
+    (src / "example.c").write_text('#include <stdio.h>\nint counted(int);\nint main(void) {\n'
+                                   '    printf("%d\\n", counted(41));\n    return counted(41) == 42 ? 0 : 1;\n}\n')
+    (src / "tests" / "counted_test.c").write_text('#include "harness_not_shipped.h"\nint main(void) { return 0; }\n')
+    r = cb("build", str(src), "-t", "aarch64-linux-musl", "-w", str(tmp_path / "ws"), "--db",
+           str(tmp_path / "runs.db"), "--prefix", str(tmp_path / "prefix"), "--json", cwd=tmp_path, timeout=3000)
+    out = outcome_of(r.stdout)
+    report = out["verify"]
+    assert out["status"] == "verified", out["message"]
+    assert report["smoke_runs"] == [] and "counted_test" in out["message"]
+    assert [(p["path"], p["passed"]) for p in report["probe_runs"]] == [("libcounted.a", True)]
+    assert report["proof"] == "exercised", (report["proof"], report["proof_why"])
+    assert report["proof_why"].startswith("tests not built: "), report["proof_why"]
+    assert r.returncode == 0 and out["meets_requirement"]
