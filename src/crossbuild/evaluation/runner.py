@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from crossbuild import __version__
+from crossbuild.evaluation import run_record
 from crossbuild.evaluation.corpus import Project, fetch
 from crossbuild.foundation.targets import Target, parse_target
 from crossbuild.proof.binary_formats import LINKED_KINDS
@@ -293,14 +294,14 @@ def run(projects: list[Project], targets: list[str], out: Path, *, config: RunCo
     cells = plan(projects, targets, repeats)
     done = finished_cells(results)
     todo = [c for c in cells if c.id not in done]
-    (out / "run.json").write_text(json.dumps({"targets": targets, "repeats": repeats, "projects":
-                                              [p.name for p in projects], "config": config.snapshot(),
-                                              "crossbuild_version": __version__}, indent=1))
+    commit = run_record.source_commit()
+    run_record.write(out / "run.json", targets, repeats, [p.name for p in projects], config.snapshot(), commit)
     if on_plan:
         on_plan(len(cells), len(cells) - len(todo))
     lock = threading.Lock()
 
     def record(row: dict[str, Any]) -> None:
+        row = {**row, "commit": commit}
         with lock, open(results, "a") as f:
             f.write(json.dumps(row, default=str) + "\n")
             f.flush()
@@ -328,3 +329,4 @@ def load_rows(results: Path) -> list[dict[str, Any]]:
 
 
 __all__ = ["Cell", "RunConfig", "LEVELS", "plan", "run", "run_cell", "load_rows", "finished_cells", "asdict"]
+
