@@ -81,12 +81,14 @@ def kb_eval(show_misses: bool = typer.Option(False, "--misses", help="List the q
     r = evaluate(_kb())
     if as_json:
         console.print_json(json.dumps({
+            "entries": r.entries, "queries": r.queries,
             "kinds": {k: {"n": s.n, "recall@1": s.recall1, "recall@3": s.recall3, "mrr": s.mrr}
                       for k, s in r.kinds.items()},
             "negatives": r.negatives, "false_attachments": r.false_attachments,
             "false_attachment_rate": r.false_attachment_rate, "ms_per_query": r.ms_per_query}))
         return
-    table = Table(title=f"knowledge base: {r.entries} entries, {r.queries} queries")
+    console.print(f"knowledge base: {r.entries} entries, {r.queries} labelled queries")
+    table = Table()
     for col in ("queries", "n", "Recall@1", "Recall@3", "MRR"):
         table.add_column(col)
     for kind, s in r.kinds.items():

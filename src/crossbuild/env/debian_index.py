@@ -136,11 +136,16 @@ def _find_module_names(package: str) -> list[tuple[list[str], list[str]]]:
     return []
 
 
-def _open(progress) -> sqlite3.Connection:
+def ensure_index(progress) -> Path:
+    """The Contents index's sqlite file, built from the archive the first time (PROGRESS gets a line per stage)."""
     path = index_path()
     if not path.is_file():
         _build(path, progress)
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    return path
+
+
+def _open(progress) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{ensure_index(progress)}?mode=ro", uri=True)
 
 
 def _build(path: Path, progress) -> None:

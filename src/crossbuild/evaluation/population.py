@@ -76,10 +76,10 @@ class Indices:
         """The private apt configuration's indices (fetched at most daily) and the Contents index (built once)."""
         try:
             workspace.update_source_lists()
-            debian_index._open(say).close()  # builds the Contents index the first time
+            contents = debian_index.ensure_index(say)
         except (workspace.SourceError, debian_index.IndexError_) as e:
             raise PopulationError(str(e)) from None
-        return cls(workspace.source_lists(), workspace.package_lists(), debian_index.index_path(),
+        return cls(workspace.source_lists(), workspace.package_lists(), contents,
                    workspace.debian_archives())
 
     def dates(self) -> dict[str, str]:
