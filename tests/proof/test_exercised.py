@@ -19,6 +19,7 @@ add_library(greet_static STATIC greet.c)
 set_target_properties(greet_static PROPERTIES OUTPUT_NAME greet)
 add_executable(greet-cli cli.c)
 target_link_libraries(greet-cli greet)
+add_executable(greet-recover recover.c)
 if(WITH_CRASH)
   add_executable(greet-crash crash.c)
 endif()
@@ -41,6 +42,12 @@ int main(int argc, char **argv) {
     return 2;
 }
 """
+RECOVER = """#include <stdio.h>
+int main(int argc, char **argv) {
+    fprintf(stderr, "greet-recover 1.0: extracts greetings\\n%s: usage is `%s damaged-file'.\\n", argv[0], argv[0]);
+    return 1;
+}
+"""
 CRASH = """int main(int argc, char **argv) { volatile int *p = (int *)(long)(argc - 1); return *p; }
 """
 
@@ -52,6 +59,7 @@ def _project(tmp_path: Path, crash: bool) -> Path:
     (src / "greet.c").write_text(LIBRARY)
     (src / "cli.c").write_text(CLI)
     (src / "crash.c").write_text(CRASH)
+    (src / "recover.c").write_text(RECOVER)
     return src
 
 
@@ -75,8 +83,9 @@ def test_a_project_without_tests_is_exercised_on_the_target(tmp_path):
     assert shared["passed"] and "dlsym of its" in shared["checked"], shared
     assert int(shared["checked"].split("its ")[1].split()[0]) >= 3
     assert probes["libgreet.a"]["passed"] and probes["libgreet.a"]["checked"].startswith("linked whole")
+    assert probes["greet-recover"]["passed"] and "printed its usage (exit 1)" in probes["greet-recover"]["checked"]
     counts = report["proof_counts"]
-    assert counts["probes_run"] == counts["probes_passed"] == 3, counts
+    assert counts["probes_run"] == counts["probes_passed"] == 4, counts
 
 
 @pytest.mark.slow
@@ -88,7 +97,7 @@ def test_a_product_that_crashes_on_the_target_keeps_the_verdict_at_built(tmp_pat
     assert report["ok"] and report["proof"] == "built", (report["proof"], report["proof_why"])
     crash = next(p for p in report["probe_runs"] if p["path"].endswith("greet-crash"))
     assert not crash["passed"] and "signal" in crash["why"].lower(), crash
-    assert "greet-crash" in report["proof_why"] and "1 of 4 probes did not pass" in report["proof_why"]
+    assert "greet-crash" in report["proof_why"] and "1 of 5 probes did not pass" in report["proof_why"]
     assert r.returncode == 1, "the default bar is exercised"
     # the user may accept less, and says so
     r = cb("verify", str(ws / "build"), "-t", "aarch64-linux-musl", "--require", "built")

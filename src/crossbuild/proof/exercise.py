@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,11 @@ from crossbuild.proof.triage import Triage, triage
 
 MAX_PER_KIND = 20  # probes of each kind; more are counted, not run
 _HARMLESS = (["--version"], ["--help"], [])
+# A product asked for --help that answers with its usage and a usage status started and parsed its arguments: any
+# line naming "usage" counts here (bzip2recover: "usage is `bzip2recover damaged-file-name'"), not only the
+# `usage:` forms triage knows for test programs, whose output is their verdict.
+_USAGE = re.compile(r"\busage\b", re.IGNORECASE)
+_USAGE_EXITS = (1, 2, 64, 255)
 
 _LOAD_PROBE = r"""/* crossbuild's library probe: load LIBRARY now, resolve each name in NAMES */
 #include <dlfcn.h>
@@ -183,8 +189,9 @@ def _start(runner: _Runner, a: dict) -> ProbeRun:
             probe.passed, probe.checked = True, f"ran `{shown}`: exit 0"
             return probe
         verdict = runner.triage(code, stopped, lines)
-        if verdict.kind == "usage":
-            probe.passed, probe.checked = True, f"ran `{shown}`: {verdict.why}"
+        if verdict.kind == "usage" or (verdict.kind == "failed" and code in _USAGE_EXITS and not stopped
+                                       and any(_USAGE.search(line) for line in lines[:20])):
+            probe.passed, probe.checked = True, f"ran `{shown}`: printed its usage (exit {code})"
             return probe
         tried.append(f"`{shown}`: {verdict.why}")
         if verdict.kind == "crashed":
