@@ -34,6 +34,8 @@ async def _exercise_every_tool(c: Client) -> None:
     assert listed["run_command"].annotations.destructive_hint is True
     assert listed["read_file"].input_schema["required"] == ["path"]
     assert listed["read_file"].input_schema["additionalProperties"] is False
+    for level in ("`tested`", "`exercised`", "`built`"):  # a model learns what each proof level means
+        assert level in listed["verify"].description
 
     r = await c.call_tool("list_files", {"path": "src", "depth": 1})
     assert not r.is_error and "CMakeLists.txt" in _text(r)
@@ -433,6 +435,12 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
                 [("bin/walk_test", True, "passed (exit 0)")]
             assert "smoke run bin/walk_test: passed (exit 0)" in _text(r)  # the same words in text and data
             assert data["proof"] == "tested" and "proof: tested (1 of 1 test programs passed" in _text(r)
+            # the library folder alone has no test program: crossbuild's probe loads the library on the target
+            r = await c.call_tool("verify", {"path": "install/lib"})
+            data = r.structured_content["data"]
+            assert not r.is_error and data["proof"] == "exercised", _text(r)
+            assert [(p["kind"], p["passed"]) for p in data["probe_runs"]] == [("shared_library", True)]
+            assert "probe shared_library libwalk.so: passed: dlopen (RTLD_NOW) and dlsym of its" in _text(r)
 
             r = await c.call_tool("run_command", {"command": "cp build/walk_test build/walk_test.tmp1a2b3c4"})
             assert not r.is_error
