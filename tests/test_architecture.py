@@ -1,15 +1,20 @@
-"""The package tree is the layer diagram: import-linter's contracts (pyproject.toml) hold, and modules stay small
-enough to read, or say in their docstring why they are not."""
+"""The package tree is the layer diagram: import-linter's contracts (pyproject.toml) hold, modules stay small
+enough to read, or say in their docstring why they are not, and docs/architecture.md names every module (and no
+module that is gone)."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "crossbuild"
 MAX_LINES = 350
+ARCHITECTURE = SRC.parents[1] / "docs" / "architecture.md"
+# a module path in backticks, relative to src/crossbuild/: `proof/exercise.py`, `mcp_server.py`
+DOC_MODULE = re.compile(r"`((?:[A-Za-z_][A-Za-z0-9_]*/)*[A-Za-z_][A-Za-z0-9_]*\.py)`")
 
 
 def test_layers_and_no_cycles_per_import_linter():
@@ -30,3 +35,14 @@ def test_long_modules_say_why():
             unexplained.append(f"{path.relative_to(SRC)}: {text.count(chr(10))} lines")
     assert not unexplained, "modules over ~350 lines need a 'Longer than ...' reason in their docstring: " \
         + "; ".join(unexplained)
+
+
+def test_architecture_doc_names_every_module_and_only_real_ones():
+    modules = {str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
+               if p.name not in ("__init__.py", "__main__.py") and "__pycache__" not in p.parts}
+    named = {m for m in DOC_MODULE.findall(ARCHITECTURE.read_text()) if not m.startswith("tests/")}
+    missing = sorted(modules - named)
+    assert not missing, "docs/architecture.md does not name these modules (add a line for each): " \
+        + ", ".join(missing)
+    gone = sorted(m for m in named if not (SRC / m).is_file())
+    assert not gone, "docs/architecture.md names modules that do not exist under src/crossbuild/: " + ", ".join(gone)
