@@ -20,6 +20,8 @@ set_target_properties(greet_static PROPERTIES OUTPUT_NAME greet)
 add_executable(greet-cli cli.c)
 target_link_libraries(greet-cli greet)
 add_executable(greet-recover recover.c)
+add_executable(greet-filter filter.c)
+add_library(greet_main STATIC greet_main.c)
 if(WITH_CRASH)
   add_executable(greet-crash crash.c)
 endif()
@@ -48,6 +50,15 @@ int main(int argc, char **argv) {
     return 1;
 }
 """
+FILTER = """#include <stdio.h>
+int main(void) {
+    if (getchar() == EOF) { fprintf(stderr, "greet-filter: empty input, not a greeting\\n"); return 1; }
+    return 0;
+}
+"""
+MAIN_LIBRARY = """#include <stdio.h>
+int main(int argc, char **argv) { printf("greet_main: %d arguments\\n", argc - 1); return 0; }
+"""
 CRASH = """int main(int argc, char **argv) { volatile int *p = (int *)(long)(argc - 1); return *p; }
 """
 
@@ -60,6 +71,8 @@ def _project(tmp_path: Path, crash: bool) -> Path:
     (src / "cli.c").write_text(CLI)
     (src / "crash.c").write_text(CRASH)
     (src / "recover.c").write_text(RECOVER)
+    (src / "filter.c").write_text(FILTER)
+    (src / "greet_main.c").write_text(MAIN_LIBRARY)
     return src
 
 
@@ -84,8 +97,13 @@ def test_a_project_without_tests_is_exercised_on_the_target(tmp_path):
     assert int(shared["checked"].split("its ")[1].split()[0]) >= 3
     assert probes["libgreet.a"]["passed"] and probes["libgreet.a"]["checked"].startswith("linked whole")
     assert probes["greet-recover"]["passed"] and "printed its usage (exit 1)" in probes["greet-recover"]["checked"]
+    assert probes["greet-filter"]["passed"] and "exited normally with its own error (exit 1: \"greet-filter: empty" \
+        in probes["greet-filter"]["checked"], probes["greet-filter"]
+    # an archive that defines main() is a program's entry (gtest_main): linked whole as the program and started
+    assert probes["libgreet_main.a"]["passed"], probes["libgreet_main.a"]
+    assert "as the program (it defines main()), then ran `" in probes["libgreet_main.a"]["checked"]
     counts = report["proof_counts"]
-    assert counts["probes_run"] == counts["probes_passed"] == 4, counts
+    assert counts["probes_run"] == counts["probes_passed"] == 6, counts
 
 
 @pytest.mark.slow
@@ -97,7 +115,7 @@ def test_a_product_that_crashes_on_the_target_keeps_the_verdict_at_built(tmp_pat
     assert report["ok"] and report["proof"] == "built", (report["proof"], report["proof_why"])
     crash = next(p for p in report["probe_runs"] if p["path"].endswith("greet-crash"))
     assert not crash["passed"] and "signal" in crash["why"].lower(), crash
-    assert "greet-crash" in report["proof_why"] and "1 of 5 probes did not pass" in report["proof_why"]
+    assert "greet-crash" in report["proof_why"] and "1 of 7 probes did not pass" in report["proof_why"]
     assert r.returncode == 1, "the default bar is exercised"
     # the user may accept less, and says so
     r = cb("verify", str(ws / "build"), "-t", "aarch64-linux-musl", "--require", "built")

@@ -16,6 +16,7 @@ sandbox after the build has finished, into a fresh folder; what each checked is 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import tempfile
@@ -30,7 +31,7 @@ from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof import slowdown
-from crossbuild.proof.binary_formats import dynamic_symbols
+from crossbuild.proof.binary_formats import dynamic_symbols, iter_ar_members
 from crossbuild.proof.smoke import is_testlike
 from crossbuild.proof.target_run import loader_lacks, runner_argv
 from crossbuild.proof.triage import Triage, triage
@@ -176,12 +177,19 @@ def _distinct(root: Path, entries: list[dict]) -> list[dict]:
 
 
 def _start(runner: _Runner, a: dict) -> ProbeRun:
-    exe = runner.root / a["path"]
-    probe = ProbeRun("executable", a["path"])
-    tried = []
+    """Start one executable: passed on the first harmless invocation that exits 0 or prints its usage; failing
+    that, on one that exited normally with a message of its own (a filter reading its closed stdin: "GIF-LIB error:
+    not a GIF file"), which shows it loaded and reached its own code as well. A crash, a load failure, a time limit
+    or silent failures are no start."""
+    return _harmless(runner, ProbeRun("executable", a["path"]), runner.root / a["path"],
+                     dynamic=a.get("linkage") == "dynamic", rel=a["path"])
+
+
+def _harmless(runner: _Runner, probe: ProbeRun, exe: Path, *, dynamic: bool, rel: str | None) -> ProbeRun:
+    tried, own_error, crashed = [], None, False
     for args in _HARMLESS:
         shown = " ".join([exe.name, *args])
-        done = runner.run(probe, exe, args, dynamic=a.get("linkage") == "dynamic", rel=a["path"])
+        done = runner.run(probe, exe, args, dynamic=dynamic, rel=rel)
         if done is None:
             return probe
         code, stopped, lines = done
@@ -193,23 +201,34 @@ def _start(runner: _Runner, a: dict) -> ProbeRun:
                                        and any(_USAGE.search(line) for line in lines[:20])):
             probe.passed, probe.checked = True, f"ran `{shown}`: printed its usage (exit {code})"
             return probe
+        said = next((line.strip() for line in lines if line.strip()), None)
+        if own_error is None and verdict.kind == "failed" and not stopped and code is not None and 0 < code < 126 \
+                and said:
+            own_error = f"ran `{shown}`: exited normally with its own error (exit {code}: \"{said[:120]}\")"
         tried.append(f"`{shown}`: {verdict.why}")
         if verdict.kind == "crashed":
+            crashed = True
             break  # a crash is the answer: no other invocation makes it a clean start
+    if own_error and not crashed:
+        probe.passed, probe.checked = True, own_error
+        return probe
     probe.checked = "ran " + ", ".join(t.split(":")[0] for t in tried)
     probe.why = "; ".join(tried)[:400]
     return probe
 
 
-def _compile(toolchain: Toolchain, box: Sandbox, work: Path, name: str, source: str, link_tail: list[str],
+def _compile(toolchain: Toolchain, box: Sandbox, work: Path, name: str, source: str | None, link_tail: list[str],
              *, cxx: bool = False) -> tuple[Path | None, str | None]:
     """Build one probe program in WORK with the workspace's compiler, in the build's sandbox: its object first,
     then the link with it ahead of LINK_TAIL (zig puts a source's object after every archive, so an archive's own
-    main() - gtest_main's - would be taken first)."""
-    (work / f"{name}.c").write_text(source, encoding="utf-8")
+    main() - gtest_main's - would be taken first). Without SOURCE, LINK_TAIL is the whole program."""
     env = toolchain.env.as_dict()
-    steps = [([str(toolchain.bindir / "zcc"), "-O1", "-c", "-o", f"{name}.o", f"{name}.c"], work, env),
-             ([str(toolchain.bindir / ("zxx" if cxx else "zcc")), "-o", name, f"{name}.o", *link_tail], work, env)]
+    linker = str(toolchain.bindir / ("zxx" if cxx else "zcc"))
+    steps = [([linker, "-o", name, *link_tail], work, env)]
+    if source is not None:
+        (work / f"{name}.c").write_text(source, encoding="utf-8")
+        steps = [([str(toolchain.bindir / "zcc"), "-O1", "-c", "-o", f"{name}.o", f"{name}.c"], work, env),
+                 ([linker, "-o", name, f"{name}.o", *link_tail], work, env)]
     failed = box.run_steps(steps, log_dir=work, stem=name)
     if failed is None and (work / name).is_file():
         return work / name, None
@@ -255,17 +274,44 @@ def _link(runner: _Runner, a: dict, others: list[str], toolchain: Toolchain, box
     system = ["-lm", "-lpthread"] + (["-ldl"] if runner.target.libc == "glibc" else [])
     tail = ["-Wl,--whole-archive", str(runner.root / a["path"]), "-Wl,--no-whole-archive",
             *(["-Wl,--start-group", *group, "-Wl,--end-group"] if group else []), *system]
-    probe.checked = f"linked whole ({len(others)} other project archives, {len(prefix_libs)} of the prefix's) and run"
-    built, error = _compile(toolchain, box, work, name, _LINK_PROBE, tail, cxx=True)
+    linked = f"linked whole ({len(others)} other project archives, {len(prefix_libs)} of the prefix's)"
+    main_inside = _defines_main(runner.root, a["path"])  # gtest_main: the archive is a program's entry
+    probe.checked = f"{linked} and run" if not main_inside else f"{linked} as the program (it defines main())"
+    built, error = _compile(toolchain, box, work, name, None if main_inside else _LINK_PROBE, tail, cxx=True)
     if built is None:
         probe.why = error
         return probe
     with open(built, "rb") as f:
         dynamic = _has_interpreter(f)
+    if main_inside:
+        _harmless(runner, probe, built, dynamic=dynamic, rel=None)
+        probe.checked = f"{linked} as the program (it defines main()), then {probe.checked}"
+        return probe
     done = runner.run(probe, built, [], dynamic=dynamic)
     if done is not None:
         probe.passed, probe.why = _verdict(runner, *done)
     return probe
+
+
+def _defines_main(root: Path, rel: str) -> bool:
+    """Whether an ELF member of the (regular) archive REL defines a global main()."""
+    try:
+        data = safefs.read_bytes(root, rel, max_bytes=512 << 20)
+        members = list(iter_ar_members(data, thin=False))
+    except (OSError, ValueError):
+        return False
+    for _, start, size in members:
+        if data[start:start + 4] != b"\x7fELF":
+            continue  # the symbol index, string tables
+        try:
+            symtab = ELFFile(io.BytesIO(data[start:start + size])).get_section_by_name(".symtab")
+            if symtab is not None and any(sym.name == "main" and sym["st_shndx"] != "SHN_UNDEF"
+                                          and sym["st_info"]["bind"] == "STB_GLOBAL"
+                                          for sym in symtab.iter_symbols()):
+                return True
+        except (ELFError, ValueError):
+            continue
+    return False
 
 
 def _has_interpreter(f) -> bool:
