@@ -71,7 +71,8 @@ def eval_run(
 
         try:
             results = runner.run(projects, target_list, out, config=config, repeats=repeats, jobs=jobs,
-                                 executor=executor, address=address, on_row=on_row, on_plan=on_plan)
+                                 executor=executor, address=address, on_row=on_row, on_plan=on_plan,
+                                 corpus=str(corpus_dir if corpus_dir.is_dir() else corpus_dir.parent))
         except corpus.CorpusError as e:
             err.print(f"[red]error:[/] {e}")
             raise typer.Exit(2) from None

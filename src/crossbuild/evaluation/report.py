@@ -1,5 +1,6 @@
-"""`crossbuild eval report` and `eval compare`: success rates per tier and target at each success level with 95 %
-Wilson intervals, medians and censored means of steps/tokens/cost/time, per-tool statistics, knowledge-base
+"""`crossbuild eval report` and `eval compare`: a headline of figures with 95 % Wilson intervals (what they estimate,
+the commits, proof levels per target, flakiness; evaluation/figures.py), success rates per tier and target at each
+success level, medians and censored means of steps/tokens/cost/time, per-tool statistics, knowledge-base
 attachments, failure categories with run ids; and cell-by-cell comparisons with a paired significance test."""
 
 from __future__ import annotations
@@ -12,21 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crossbuild.evaluation.figures import headline, table, wilson
 from crossbuild.evaluation.runner import LEVELS, load_rows
 from crossbuild.trace import runs
 from crossbuild.trace import store as trace_store
-
-Z95 = 1.959964
-
-
-def wilson(successes: int, n: int) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 0.0
-    p = successes / n
-    denom = 1 + Z95 ** 2 / n
-    centre = (p + Z95 ** 2 / (2 * n)) / denom
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95 ** 2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _level(row: dict[str, Any], level: str) -> bool | None:
@@ -98,61 +88,35 @@ def build_report(results_dir: Path, *, command: str | None = None) -> Report:
     rows = load_rows(results)
     meta = json.loads((results_dir / "run.json").read_text()) if (results_dir / "run.json").is_file() else {}
     plots = _plots(rows, results_dir)
-    sections = (_summary(rows, meta, results_dir.name, command), _success_tables(rows),
+    sections = (_summary(rows, meta, results_dir, command), _success_tables(rows),
                 _effort(rows, meta.get("config", {})), _tools_and_knowledge(rows, results_dir / "runs.db"),
                 _failures(rows), _plot_section(plots))
     return Report("\n".join(line for section in sections for line in section), plots or [])
 
 
-def _table(header: tuple[str, ...], rows: list[list[Any]]) -> list[str]:
-    """A Markdown table and the blank line after it."""
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(str(c) for c in row) + " |" for row in rows), ""]
-
-
-def _summary(rows: list[dict[str, Any]], meta: dict[str, Any], name: str, command: str | None) -> list[str]:
-    lines = [f"# Evaluation: {name}", ""]
+def _summary(rows: list[dict[str, Any]], meta: dict[str, Any], results_dir: Path, command: str | None) -> list[str]:
+    lines = [f"# Evaluation: {results_dir.name}", ""]
     if command:
         lines += ["Made with:", "", "```sh", command, "```", ""]
-    total = len(rows)
-    if not total:
+    if not rows:
         return lines + ["No cells.", ""]
-    verified = sum(1 for r in rows if r.get("status") == "verified")
-    strict = sum(1 for r in rows if r.get("strict_success"))
     projects = len({r["project"] for r in rows})
     target_names = ", ".join(sorted({r["target"] for r in rows}))
     return lines + [
-        f"{total} cells ({projects} projects × targets {target_names} × {meta.get('repeats', 1)} repeat(s)), model "
-        f"`{meta.get('config', {}).get('model', '?')}`, crossbuild {meta.get('crossbuild_version', '?')}"
+        f"{len(rows)} cells ({projects} projects × targets {target_names} × {meta.get('repeats', 1)} repeat(s)), "
+        f"model `{meta.get('config', {}).get('model', '?')}`, crossbuild {meta.get('crossbuild_version', '?')}"
         + ("; without source hints (each workspace without debian/)" if meta.get("config", {}).get("source_hints")
-           is False else "") + ".", "",
-        f"**Verified: {verified}/{total} ({verified / total:.0%}); strict success (right target, every expected "
-        f"artifact, functional check, clean rebuild): {strict}/{total} ({strict / total:.0%}).**", "",
-        *_by_proof(rows)]
-
-
-def _by_proof(rows: list[dict[str, Any]]) -> list[str]:
-    """Verified cells by what ran on the target (proof levels), per target; rows from before the levels count as
-    `unknown`."""
-    cells = []
-    for target in sorted({r["target"] for r in rows}):
-        mine = [r for r in rows if r["target"] == target]
-        verified = [r for r in mine if r.get("status") == "verified"]
-        counts = [sum(1 for r in verified if r.get("proof", "unknown") == level)
-                  for level in ("tested", "exercised", "built", "unknown")]
-        cells.append([target, len(mine), *(f"{k} ({k / len(mine):.0%})" for k in counts)])
-    return ["## Verified cells by proof level (what ran on the target)", "",
-            *_table(("target", "cells", "tested", "exercised", "built", "unknown"), cells), ""]
+           is False else "") + ".", "", *headline(rows, meta, results_dir)]
 
 
 def _success_tables(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
     for key in ("tier", "target"):
-        table = rate_table(rows, key)
+        rates = rate_table(rows, key)
         cells = [[group] + [f"{k}/{n} {rate:.0%} [{lo:.0%}–{hi:.0%}]" if n else "–"
-                            for g, level, k, n, rate, lo, hi in table if g == group]
-                 for group in sorted({t[0] for t in table})]
-        lines += [f"## Success by {key} (95 % Wilson interval)", "", *_table((key, *LEVELS, "strict"), cells)]
+                            for g, level, k, n, rate, lo, hi in rates if g == group]
+                 for group in sorted({t[0] for t in rates})]
+        lines += [f"## Success by {key} (95 % Wilson interval)", "", *table((key, *LEVELS, "strict"), cells)]
     return lines
 
 
@@ -167,18 +131,18 @@ def _effort(rows: list[dict[str, Any]], cfg: dict[str, Any]) -> list[str]:
         med, cmean = censored(rows, field, budget)
         cells.append([field, f"{med:.1f}", f"{cmean:.1f}", budget])
     return ["## Effort (median; censored mean with failures counted at the budget)", "",
-            *_table(("measure", "median", "censored mean", "budget"), cells)]
+            *table(("measure", "median", "censored mean", "budget"), cells)]
 
 
 def _tools_and_knowledge(rows: list[dict[str, Any]], db: Path) -> list[str]:
     tools, attached, helped = tool_stats(db, [r["run_id"] for r in rows if r.get("run_id")])
     lines = []
     if tools:
-        lines += ["## Tool calls", "", *_table(("tool", "calls", "failed", "failure rate"), [
+        lines += ["## Tool calls", "", *table(("tool", "calls", "failed", "failure rate"), [
             [name, calls, failed, f"{failed / calls:.0%}"]
             for name, (calls, failed) in sorted(tools.items(), key=lambda kv: -kv[1][0])])]
     if attached:
-        lines += ["## Knowledge-base attachments", "", *_table(("entry", "attached", "in runs that were verified"), [
+        lines += ["## Knowledge-base attachments", "", *table(("entry", "attached", "in runs that were verified"), [
             [entry, n, helped[entry]] for entry, n in attached.most_common()])]
     return lines
 
@@ -200,7 +164,7 @@ def _failures(rows: list[dict[str, Any]]) -> list[str]:
         msg = (r.get("message") or r.get("error") or "").replace("|", "\\|").replace("\n", " ")[:220]
         cells.append([r["project"], r["target"], r.get("stop_reason") or r.get("status"),
                       ",".join(k for k in LEVELS if lv.get(k)) or "-", msg])
-    return lines + ["", "## Failed cells", "", *_table(("project", "target", "stop", "levels", "message"), cells)]
+    return lines + ["", "## Failed cells", "", *table(("project", "target", "stop", "levels", "message"), cells)]
 
 
 def _plot_section(plots: list[Path] | None) -> list[str]:
@@ -221,13 +185,13 @@ def _plots(rows: list[dict[str, Any]], out: Path) -> list[Path] | None:
     except ImportError:
         return None
     paths: list[Path] = []
-    table = rate_table(rows, "target")
-    targets = sorted({t[0] for t in table})
+    rates = rate_table(rows, "target")
+    targets = sorted({t[0] for t in rates})
     levels = (*LEVELS, "strict")
     fig, ax = plt.subplots(figsize=(9, 4))
     width = 0.8 / max(1, len(targets))
     for i, t in enumerate(targets):
-        vals = [next(x[4] for x in table if x[0] == t and x[1] == lv) for lv in levels]
+        vals = [next(x[4] for x in rates if x[0] == t and x[1] == lv) for lv in levels]
         ax.bar([j + i * width for j in range(len(levels))], vals, width, label=t)
     ax.set_xticks([j + width * (len(targets) - 1) / 2 for j in range(len(levels))], levels, rotation=20)
     ax.set_ylim(0, 1)

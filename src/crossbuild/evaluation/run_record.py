@@ -31,7 +31,7 @@ def source_commit() -> str | None:
 
 
 def write(path: Path, targets: list[str], repeats: int, projects: list[str], config: dict[str, Any],
-          commit: str | None) -> None:
+          commit: str | None, corpus: str | None = None) -> None:
     """run.json: what this folder's cells are, kept whole across resumed runs (a resume with --only adds to the
     lists, never shrinks them), with every commit that ran cells here."""
     try:
@@ -48,4 +48,5 @@ def write(path: Path, targets: list[str], repeats: int, projects: list[str], con
                                 "repeats": max(repeats, prev if isinstance(prev, int) else 0),
                                 "projects": merged("projects", projects), "config": config,
                                 "crossbuild_version": __version__, "commit": commit,
+                                "corpus": corpus or before.get("corpus"),
                                 "commits": merged("commits", [commit] if commit else [])}, indent=1))

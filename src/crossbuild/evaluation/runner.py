@@ -284,8 +284,10 @@ def run_ray(cells: list[Cell], out: Path, config: RunConfig, address: str | None
 
 def run(projects: list[Project], targets: list[str], out: Path, *, config: RunConfig, repeats: int = 1,
         jobs: int = 1, executor: str = "local", address: str | None = None,
-        on_row: ProgressFn | None = None, on_plan: Callable[[int, int], None] | None = None) -> Path:
-    """Run every unfinished cell; returns the results file."""
+        on_row: ProgressFn | None = None, on_plan: Callable[[int, int], None] | None = None,
+        corpus: str | None = None) -> Path:
+    """Run every unfinished cell; returns the results file. CORPUS: the manifests' folder, as given (run.json
+    names it: what the figures estimate)."""
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
@@ -295,7 +297,8 @@ def run(projects: list[Project], targets: list[str], out: Path, *, config: RunCo
     done = finished_cells(results)
     todo = [c for c in cells if c.id not in done]
     commit = run_record.source_commit()
-    run_record.write(out / "run.json", targets, repeats, [p.name for p in projects], config.snapshot(), commit)
+    run_record.write(out / "run.json", targets, repeats, [p.name for p in projects], config.snapshot(), commit,
+                     corpus)
     if on_plan:
         on_plan(len(cells), len(cells) - len(todo))
     lock = threading.Lock()
