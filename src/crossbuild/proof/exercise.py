@@ -33,7 +33,7 @@ from crossbuild.foundation.targets import Target
 from crossbuild.proof import slowdown
 from crossbuild.proof.binary_formats import dynamic_symbols, iter_ar_members
 from crossbuild.proof.smoke import is_testlike
-from crossbuild.proof.target_run import loader_lacks, runner_argv
+from crossbuild.proof.target_run import loader_lacks, qemu_command, runner_argv
 from crossbuild.proof.triage import Triage, triage
 
 MAX_PER_KIND = 20  # probes of each kind; more are counted, not run
@@ -134,6 +134,8 @@ def exercise(root: Path, target: Target, artifacts: list[dict], toolchain: Toolc
              test_box: Sandbox, timeout: float, log_dir: Path, dependency_lib_dirs: list[str]) -> list[ProbeRun]:
     """Probe every product among ARTIFACTS (the verifier's entries below ROOT, "ok" when they fit TARGET): the
     executables that are not test programs, the shared and the static libraries (deduplicated by content)."""
+    if qemu_command(target)[0] is None:
+        return []  # nothing of this target runs here (Windows): the test programs' skip says why
     mine = [a for a in artifacts if a["ok"] and not a.get("member_of")]
     executables = [a for a in mine if a["kind"] == "executable" and not is_testlike(a["path"])]
     shared = _distinct(root, [a for a in mine if a["kind"] == "shared_library"])
