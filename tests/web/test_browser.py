@@ -59,10 +59,21 @@ def test_a_build_started_from_the_page_is_watched_live_to_verified_and_replayed(
     assert page.locator("#cancel").count() == 0
 
 
+NO_TESTS = """cmake_minimum_required(VERSION 3.10)
+project(calc3 C)
+add_library(calc3 SHARED calc3.c)
+install(TARGETS calc3)
+"""
+
+
 def test_four_builds_at_once_each_page_shows_only_its_own_story(server, browser):
     pages, ids = [], []
-    for i in range(4):
+    for i in range(3):
         shutil.copytree(EXAMPLE, server.root / f"calc{i}")
+    (server.root / "calc3").mkdir()  # a library without tests: exercised by crossbuild's probe
+    (server.root / "calc3" / "CMakeLists.txt").write_text(NO_TESTS)
+    (server.root / "calc3" / "calc3.c").write_text("int calc3(int x) { return 3 * x; }\n")
+    for i in range(4):
         page = browser.new_page()
         ids.append(start_from_page(page, server, str(server.root / f"calc{i}")))
         pages.append(page)
@@ -78,6 +89,9 @@ def test_four_builds_at_once_each_page_shows_only_its_own_story(server, browser)
             if j != i:  # ... and nobody else's
                 assert other not in story and f"/calc{j}-" not in story and f"/root/calc{j}" not in story
     assert len(set(ids)) == 4
+    assert pages[0].locator("#proof").inner_text().startswith("proof: tested (")
+    assert pages[3].locator("#proof").inner_text().startswith("proof: exercised (1 of 1 products ran on the target")
+    assert "passed: dlopen (RTLD_NOW) and dlsym of its" in pages[3].locator("#probe-runs").inner_text()
 
 
 def test_cancelling_one_build_from_its_page_leaves_the_other_running(server, browser):

@@ -198,7 +198,13 @@ class RunPage {
           el("td", {textContent: s.path}), el("td", {textContent: s.skipped ? `skipped: ${s.skipped}` :
             s.passed ? "passed" : `${s.triage || "failed"}: ${s.why || s.exit_code}`}),
           el("td", {textContent: `${(s.duration_s || 0).toFixed(2)}s`}),
-          el("td", {}, el("pre", {textContent: (s.output_tail || "").slice(-300)})))))) : null);
+          el("td", {}, el("pre", {textContent: (s.output_tail || "").slice(-300)})))))) : null,
+      (v.probe_runs || []).length ? el("table", {id: "probe-runs"}, head("product", "kind", "probe", "time"),
+        el("tbody", {}, ...v.probe_runs.map((p) => el("tr", {class: p.passed ? "ok" : ""},
+          el("td", {textContent: p.path}), el("td", {textContent: p.kind}),
+          el("td", {textContent: p.skipped ? `skipped: ${p.skipped}` :
+            p.passed ? `passed: ${p.checked}` : `FAILED: ${p.checked}: ${p.why}`}),
+          el("td", {textContent: `${(p.duration_s || 0).toFixed(2)}s`}))))) : null);
     document.getElementById("verdict").hidden = false;
   }
 
@@ -221,6 +227,10 @@ function proofPhrase(v) {
   if (v.proof === "tested") {
     return `proof: tested (${c.passed} of ${c.ran} test programs passed on the target` +
       (c.not_counted ? `, ${c.not_counted} not counted)` : ")");
+  }
+  if (v.proof === "exercised") {
+    return `proof: exercised (${c.probes_passed} of ${c.probes_run} products ran on the target: executables ` +
+      `started, libraries loaded or linked whole; not tested: ${v.proof_why})`;
   }
   return v.proof ? `proof: ${v.proof}: ${v.proof_why}` : "proof: not recorded (a run from before proof levels)";
 }
