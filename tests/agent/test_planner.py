@@ -141,7 +141,27 @@ def _cmake_planner(steps_done: int = 1) -> Planner:
     for _ in range(steps_done):
         planner._decide()
         planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    if planner.state.tests_on == "" and steps_done:  # configured: it asks whether the tests are built
+        assert _called(planner._decide()) == ("build_status", {})
+        planner._observe(Message("tool", "status", name="build_status", data={"options": {"BUILD_TESTING": "ON"}}))
     return planner
+
+
+def test_tests_off_by_default_are_turned_on_and_the_project_configured_again():
+    """A configured CMake project whose own tests are off by default (its name's switch, or BUILD_TESTING) is
+    configured again with them on; a vendored subproject's switch and one needing CUDA are left alone."""
+    planner = _cmake_planner(steps_done=0)
+    configure = _called(planner._decide())[1]["command"]
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    assert _called(planner._decide()) == ("build_status", {})
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_project": "absl", "options": {
+        "ABSL_BUILD_TESTING": "OFF", "BUILD_TESTING": "OFF", "BENCHMARK_ENABLE_TESTING": "OFF",
+        "ABSL_CUDA_TEST": "OFF", "ABSL_SKIP_TESTS": "OFF", "BUILD_SHARED_LIBS": "OFF"}}))
+    again = _called(planner._decide())[1]["command"]
+    assert again == configure + " -DABSL_BUILD_TESTING=ON -DBUILD_TESTING=ON"
+    assert "tests turned on (off by default): -DABSL_BUILD_TESTING=ON -DBUILD_TESTING=ON" in planner.state.notes
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    assert _called(planner._decide())[1]["command"] == "cmake --build build --parallel 2"  # asked once only
 
 
 def test_tests_that_fail_to_build_are_built_apart_from_the_library_first_and_said():

@@ -19,7 +19,7 @@ from typing import Any
 
 from crossbuild.env import debian_rules, recipes
 from crossbuild.models.base import Message, ToolCall, Turn
-from crossbuild.proof.tests_off import TEST_NAME, split_targets, turns_tests_off
+from crossbuild.proof.tests_off import TEST_NAME, split_targets, tests_off_by_default, turns_tests_off
 from crossbuild.tools.base import Toolset
 
 MAX_ATTEMPTS = 6  # configure/build cycles, each after applying at least one new fix
@@ -70,6 +70,7 @@ class PlannerState:
     # split: "" (not tried) | "asked" (build_status asked for the targets) | "trying" | "done" | "failed"
     split: str = ""
     split_from: dict[str, Any] = field(default_factory=dict)  # the failed build step, its result's data and entry
+    tests_on: str = ""  # "" | "asked" | "done": whether the CMake project's tests off by default were looked for
     notes: list[str] = field(default_factory=list)
     blocked_reason: str = ""
 
@@ -148,6 +149,9 @@ class Planner:
                     summary += "; " + "; ".join(s.notes)
                 return self._finish("built", summary)
             step = s.recipe[s.step]
+            if s.system == "cmake" and not s.tests_on and s.step and s.recipe[s.step - 1]["phase"] == "configure":
+                s.tests_on, s.phase = "asked", "tests-on"  # configured: are its own tests built?
+                return self._call("build_status")
             if s.remove_empty_outputs:  # the empty files this run's build made (newer than the pristine copy)
                 s.remove_empty_outputs = False
                 s.phase = "empty-outputs"
@@ -202,7 +206,8 @@ class Planner:
         s = self.state
         if result.name == "build_status":
             handler = {"start": self._on_recipe, "switching": self._on_switched, "options": self._on_options,
-                       "goals": self._on_goals, "targets": self._on_targets}.get(s.phase)
+                       "goals": self._on_goals, "targets": self._on_targets,
+                       "tests-on": self._on_tests_on}.get(s.phase)
             if handler:
                 handler(result.data, result)
         elif result.name == "finish" and result.is_error:
@@ -324,6 +329,19 @@ class Planner:
             else:  # the other fixes of this round still run; if none helps, the same failure ends the plan
                 s.notes.append(f"no project option turns off {feature}" if feature
                                else f"no project option matches {pattern}")
+
+    def _on_tests_on(self, data: dict[str, Any], result: Message) -> None:
+        """The strongest proof is the project's own tests run on the target: a CMake project whose tests are off
+        by default (BUILD_TESTING, ABSL_BUILD_TESTING) is configured again with them on. Building them can fail
+        like any build step, and the knowledge base's fixes then apply (a missing googletest is built as a
+        dependency; turning them off again is the last resort, and the verdict says so)."""
+        s = self.state
+        s.phase, s.tests_on = "steps", "done"
+        names = tests_off_by_default(data.get("options") or {}, data.get("cmake_project"))
+        if names:
+            s.extra["cmake_args"] += [f"-D{n}=ON" for n in names]
+            s.notes.append(f"tests turned on (off by default): {' '.join(f'-D{n}=ON' for n in names)}")
+            s.step -= 1  # configure again
 
     def _on_goals(self, data: dict[str, Any], result: Message) -> None:
         """Build the default goal's own prerequisites by name, without its test and documentation goals and

@@ -50,6 +50,24 @@ def _option_off(name: str, value: str) -> bool:
     return value in _OFF or value.endswith("-notfound")
 
 
+# Test switches that need what a cross-build here cannot give (another toolchain, a fuzzer, a checker) or that are
+# about something other than the project's test programs
+_NOT_HERE = re.compile(r"CUDA|HIP|SYCL|OPENCL|FUZZ|COVERAGE|VALGRIND|SANITI[SZ]|MEMCHECK|INSTALL|BENCH|PERF|DOC|"
+                       r"EXAMPLE|SAMPLE|PYTHON|JAVA", re.I)
+
+
+def tests_off_by_default(options: dict[str, str], project: str | None) -> list[str]:
+    """Of a configured CMake project's on/off OPTIONS (name -> value), the switches that leave its own test
+    programs unbuilt: BUILD_TESTING, or one named after the project (PROJECT is CMAKE_PROJECT_NAME: absl's
+    ABSL_BUILD_TESTING, fmt's FMT_TEST), never a vendored subproject's (leveldb's BENCHMARK_ENABLE_TESTING) nor one
+    that needs another toolchain (FMT_CUDA_TEST)."""
+    own = re.sub(r"[^A-Z0-9]+", "_", (project or "").upper()).strip("_")
+    return [name for name, value in options.items()
+            if _is_test_switch(name) and not _NOT_HERE.search(name) and _option_off(name, value)
+            and not _NEGATED.search(name)
+            and (name.upper() == "BUILD_TESTING" or (own and name.upper().startswith(own + "_")))]
+
+
 def turns_tests_off(arg: str) -> bool:
     """Whether the one argument ARG (of cmake, meson setup, configure or make) turns the project's tests off:
     -DBUILD_TESTING=OFF, -DFOO_TESTS:BOOL=OFF, -Dtests=false, --disable-tests, --without-check, TESTS= ..."""

@@ -122,6 +122,7 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
     return ToolResult(ok=True, message="\n".join(lines),
                       data={"options": options, "choice_options": choices, "configure_options": switches,
                             "meson_options": meson, "cmake_targets": targets,
+                            "cmake_project": cmake_project_name(ctx.root) if system == "cmake" else None,
                             "make_goals": goals, "make_cross_switches": cross, "make_conditional_rules": behind,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
@@ -203,6 +204,13 @@ def make_conditional_rules(root: Path, source: str = "src") -> dict[str, str]:
 def project_options(root: Path, build: str = "build") -> dict[str, str]:
     """The project's own on/off options from a configured CMake cache (not CMake's own CMAKE_* ones)."""
     return {name: value for name, (kind, value, _) in _cmake_cache(root, build).items() if kind == "BOOL"}
+
+
+def cmake_project_name(root: Path, build: str = "build") -> str | None:
+    """CMAKE_PROJECT_NAME from a configured CMake cache (the top-level project's name), or None."""
+    text = safefs.read_text_or_none(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20)
+    m = re.search(r"^CMAKE_PROJECT_NAME:STATIC=(.*)$", text or "", re.M)
+    return m.group(1).strip() if m else None
 
 
 def choice_options(root: Path, build: str = "build") -> dict[str, dict[str, str]]:
