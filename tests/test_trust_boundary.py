@@ -101,6 +101,7 @@ mv "$W/.xbuild/bin" "$W/.xbuild/bin.old"; ln -s "$H" "$W/.xbuild/bin"
 mv "$W/.xbuild" "$W/.xbuild.old" && ln -s "$H" "$W/.xbuild"
 ln -s "$H/bashrc" "$CROSSBUILD_PREFIX/.crossbuild-prefix.lock"
 mkdir -p "$CROSSBUILD_PREFIX/.crossbuild-deps" && ln -s "$H/bashrc" "$CROSSBUILD_PREFIX/.crossbuild-deps/zlib.json"
+ln -s "$H/bashrc" "$CROSSBUILD_PREFIX/.crossbuild-deps/zlib-$(printf %s zlib | sha256sum | cut -c1-12).json"
 # outputs and sources that point at host files, for the verifier, the rebuild copy and the tools to follow
 ln -s "$H/secret/api_key" "$W/build/libsecret.a"; ln -s "$H/secret" "$W/build/secretdir"
 ln -sf "$H/secret/api_key" "$W/src/leak.txt"

@@ -102,3 +102,13 @@ def test_a_dependency_cannot_bring_crossbuilds_own_bookkeeping(tmp_path, cache, 
     assert sorted(entry.files) == ["include/evil.h", "lib/libevil.a"]
     assert {r.split(" ")[0] for r in entry.rejected} >= {".crossbuild-prefix.lock", ".crossbuild-deps"}
     assert list(outside.iterdir()) == [] and not (prefix / ".crossbuild-deps" / "zlib.json").exists()
+
+
+def test_long_local_sources_sharing_a_prefix_keep_records_of_their_own():
+    """Two local dependency folders whose paths share their first 60 characters: each has its own record in the
+    prefix (the record was once named by the cut path alone, so each install overwrote the other's)."""
+    from crossbuild.env import dependency_cache
+
+    base = "/home/someone/projects/vendor/third_party/libraries/compression/"
+    a, b = dependency_cache._record(base + "zlib-1.3"), dependency_cache._record(base + "zlib-ng-2.1")
+    assert a != b and a.startswith(".crossbuild-deps/") and a.endswith(".json") and len(a) < 100

@@ -169,6 +169,12 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", name)[:60]
 
 
+def _record(source: str) -> str:
+    """The prefix's record of one dependency source: readable, and unique even for long local paths that share
+    their first 60 characters (a hash of the whole source)."""
+    return f".crossbuild-deps/{_safe(source)[:40]}-{hashlib.sha256(source.encode()).hexdigest()[:12]}.json"
+
+
 def lookup(target: str, source: str, version: str | None, options: dict | None = None, *,
            key: str | None = None) -> CachedDependency | None:
     """KEY: the cache_key taken before the build, so a local source edited meanwhile is not filed under its new
@@ -246,7 +252,7 @@ def install_report(entry: CachedDependency, prefix: Path) -> Installed:
         done = Installed(report.files, report.links, [f"{rel} ({why})" for rel, why in report.skipped])
         placed = [f for f in entry.files if f not in {rel for rel, _ in report.skipped}]
         record = {"key": entry.key, "files": placed, "version": entry.version, "rejected": done.rejected}
-        safefs.write_atomic(prefix, f".crossbuild-deps/{_safe(entry.source)}.json", json.dumps(record).encode())
+        safefs.write_atomic(prefix, _record(entry.source), json.dumps(record).encode())
     return done
 
 
@@ -272,7 +278,7 @@ def _prefix_lock(prefix_fd: int) -> Iterator[None]:
 
 def installed(prefix: Path, entry: CachedDependency) -> bool:
     """Whether PREFIX holds ENTRY as its last install left it (read without following links)."""
-    text = safefs.read_text_or_none(prefix, f".crossbuild-deps/{_safe(entry.source)}.json", max_bytes=64 << 20)
+    text = safefs.read_text_or_none(prefix, _record(entry.source), max_bytes=64 << 20)
     try:
         data = json.loads(text) if text else {}
     except ValueError:
