@@ -57,34 +57,34 @@ def proof_of(ok: bool, run_tests: bool, runs: list[SmokeRun], probes: list[Probe
     excused = sum(1 for r in ran if not r.passed and not r.failed)
     counts = {"found": len(runs), "ran": len(ran), "passed": passed, "not_counted": excused, "failed": failed}
     if probes is not None:
-        counts["probes_run"] = sum(1 for p in probes if not p.skipped and p.kind != "more")
+        counts["probes_run"] = sum(1 for p in probes if not p.skipped and p.kind != "more")  # "more": over the cap
         counts["probes_passed"] = sum(1 for p in probes if p.passed)
     if not ok:
         return Proof(None, counts, f"{failed} test programs failed" if failed else "the static checks failed")
-    untested = not_tested(run_tests, runs, ran, passed, excused, tests_off)
+    untested = not_tested(run_tests, runs, tests_off)
     if untested is None:
         return Proof("tested", counts)
     if not run_tests:
         return Proof("built", counts, untested)
     if not probes:
         return Proof("built", counts, f"{untested}; and no product could be probed on the target")
-    blocking = [p for p in probes if not p.passed and p.kind != "more"]  # "more": products over the cap
+    probes = [p for p in probes if p.kind != "more"]  # "more": the products over the cap, counted, not run
+    blocking = [p for p in probes if not p.passed]
     if not blocking:
         return Proof("exercised", counts, untested)
     first = blocking[0]
-    said = (f"{first.path}: {first.skipped}" if first.skipped else f"{first.path}: {first.why}") if first.path \
-        else first.skipped
     return Proof("built", counts, f"{untested}; and {len(blocking)} of {len(probes)} probes did not pass "
-                                  f"(first: {said})")
+                                  f"(first: {first.path}: {first.skipped or first.why})")
 
 
-def not_tested(run_tests: bool, runs: list[SmokeRun], ran: list[SmokeRun], passed: int, excused: int,
-               tests_off: str | None) -> str | None:
-    """Why the test programs do not make the verdict `tested`, or None when they do."""
-    failed = any(r.failed for r in ran)
+def not_tested(run_tests: bool, runs: list[SmokeRun], tests_off: str | None) -> str | None:
+    """Why the test programs' RUNS do not make a verdict `tested`, or None when they do."""
+    ran = [r for r in runs if not r.skipped]
+    passed = sum(r.passed for r in ran)
+    excused = sum(1 for r in ran if not r.passed and not r.failed)
     if tests_off:
         return tests_off
-    if passed and not failed and excused < passed:
+    if passed and not any(r.failed for r in ran) and excused < passed:
         return None
     if not run_tests:
         return "test programs were not run (run_tests off)"

@@ -226,7 +226,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         for run in report.smoke_runs:
             if run.failed:
                 report.reasons.append(f"smoke run {run.path} failed under qemu ({run.why})")
-        if toolchain is not None and not report.reasons and _untested(report, switched_off):
+        if toolchain is not None and not report.reasons and not_tested(True, report.smoke_runs, switched_off):
             # no usable test suite: crossbuild's own probes run every product on the target instead
             report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,
                                          smoke_timeout_s, log_dir, deps)
@@ -235,12 +235,6 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                      switched_off)
     report.proof, report.proof_counts, report.proof_why = proof.level, proof.counts, proof.why_not_higher
     return report
-
-
-def _untested(report: VerifyReport, tests_off: str | None) -> str | None:
-    ran = [r for r in report.smoke_runs if not r.skipped]
-    excused = sum(1 for r in ran if not r.passed and not r.failed)
-    return not_tested(True, report.smoke_runs, ran, sum(r.passed for r in ran), excused, tests_off)
 
 
 def scan_elsewhere(root: Path, toolchain: Toolchain | None) -> ScanResult | None:
