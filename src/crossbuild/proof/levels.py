@@ -66,9 +66,9 @@ def proof_of(ok: bool, run_tests: bool, runs: list[SmokeRun], probes: list[Probe
         return Proof("tested", counts)
     if not run_tests:
         return Proof("built", counts, untested)
+    probes = [p for p in probes or [] if p.kind != "more"]  # "more": the products over the cap, counted, not run
     if not probes:
         return Proof("built", counts, f"{untested}; and no product could be probed on the target")
-    probes = [p for p in probes if p.kind != "more"]  # "more": the products over the cap, counted, not run
     blocking = [p for p in probes if not p.passed]
     if not blocking:
         return Proof("exercised", counts, untested)
