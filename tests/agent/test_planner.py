@@ -227,3 +227,17 @@ def test_arguments_and_goals_that_turn_tests_off_are_said():
         "default": "all", "prerequisites": ["libbz2.a", "bzip2", "test"], "essential": ["libbz2.a", "bzip2"],
         "has_recipe": False}}))
     assert "tests not built: build-runs-target-binary: make's test goals test left out" in planner.state.notes
+
+
+def test_a_test_switch_a_fix_turned_off_is_never_turned_on_again():
+    """fmt: its googletest is missing, so a fix turned FMT_TEST off before the first configure that passed; the
+    tests-on look that follows leaves it off (turning it on failed the same configure again)."""
+    planner = _cmake_planner(steps_done=0)
+    planner.state.extra["cmake_args"] += ["-DBUILD_TESTING=OFF", "-DFMT_TEST=OFF"]
+    planner._decide()
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    assert _called(planner._decide()) == ("build_status", {})
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_project": "FMT", "options": {
+        "FMT_TEST": "OFF", "BUILD_TESTING": "OFF", "FMT_DOC": "OFF"}}))
+    assert _called(planner._decide())[1]["command"] == "cmake --build build --parallel 2"
+    assert not any(n.startswith("tests turned on") for n in planner.state.notes)
