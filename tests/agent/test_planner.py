@@ -174,6 +174,11 @@ def test_tests_that_fail_to_build_are_built_apart_from_the_library_first_and_sai
     assert planner.state.extra["cmake_args"] == [] and not planner.state.pending_disable
     assert _called(planner._decide()) == ("build_status", {})
     planner._observe(Message("tool", "status", name="build_status", data={"cmake_targets": TARGETS}))
+    # from a clean folder: the failed whole build's test programs must not stay behind
+    assert _called(planner._decide())[1]["command"] == "rm -rf build"
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    assert _called(planner._decide())[1]["command"].startswith("cmake -S src -B build")
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
     assert _called(planner._decide())[1]["command"] == \
         "cmake --build build --parallel 2 --target png_static pngfix"
     planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))

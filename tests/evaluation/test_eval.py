@@ -74,7 +74,10 @@ def test_run_report_compare_on_the_example_corpus(tmp_path):
     r = cb("eval", "report", str(a), "--command", "crossbuild eval run corpus/examples ...", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     md = (a / "REPORT.md").read_text()
-    assert "Verified: 2/2" in md and "## Success by tier" in md and "| run_command |" in md
+    assert "verified 2/2 (100.0 %, 95 % CI 34.2–100.0 %)" in md and "## Success by tier" in md \
+        and "| run_command |" in md
+    assert "tested 1/1 (100.0 %" in md and all(row["proof"] == "tested" for row in rows)  # libcalc's own test ran
+    assert f"**Commit:** `{rows[0]['commit']}`" in md
     assert (a / "success_by_target.png").stat().st_size > 1000 and (a / "time_vs_success.png").is_file()
 
     b = tmp_path / "B"

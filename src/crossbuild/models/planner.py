@@ -71,6 +71,9 @@ class PlannerState:
     split: str = ""
     split_from: dict[str, Any] = field(default_factory=dict)  # the failed build step, its result's data and entry
     tests_on: str = ""  # "" | "asked" | "done": whether the CMake project's tests off by default were looked for
+    # entries whose fixes that turn tests off were held back while others were tried: the last resort, when the
+    # failure comes back with nothing attached (a dependency for an example could not be built)
+    held_kb: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     blocked_reason: str = ""
 
@@ -407,6 +410,9 @@ class Planner:
         s = self.state
         if self._rebuild_with_fixes(data.get("kb") or []):
             return
+        held, s.held_kb = s.held_kb, []
+        if held and self._rebuild_with_fixes(held):
+            return
         s.phase = "blocked"
         if s.attempts >= self.max_attempts and data.get("kb"):
             s.blocked_reason = f"still failing after {self.max_attempts} rounds of fixes"
@@ -442,6 +448,9 @@ class Planner:
         s.split, split["left"] = "trying", left
         split["built"] = {**split["step"], "argv": [*split["step"]["argv"], "--target", *keep]}
         s.recipe = [split["built"] if i == s.step else r for i, r in enumerate(s.recipe)]  # a copy: not the result's
+        # from a clean build folder: the failed whole build left some test programs (libpng's pngvalid) that a
+        # build by name does not make, and the clean rebuild would miss them
+        s.clean_first, s.step = True, min(s.step, _restart_index(s.recipe))
 
     def _rebuild_with_fixes(self, kb: list[dict[str, Any]], kinds: frozenset[str] | None = None,
                             keep_tests: bool = False) -> bool:
@@ -511,8 +520,12 @@ class Planner:
         KEEP_TESTS): True when one that changes the build was. Actions that turn tests off are the last resort:
         taken only when no other attached fix applies (googletest found missing: building it as a dependency
         comes first, and the tests are then built)."""
-        return self._apply_actions(kb_entries, kinds, keep_tests, tests_off=False) or (
-            not keep_tests and self._apply_actions(kb_entries, kinds, keep_tests, tests_off=True))
+        if self._apply_actions(kb_entries, kinds, keep_tests, tests_off=False):
+            if not keep_tests:
+                self.state.held_kb = [e for e in kb_entries if any(a.get("turns_tests_off")
+                                                                   for a in e.get("actions", []))]
+            return True
+        return not keep_tests and self._apply_actions(kb_entries, kinds, keep_tests, tests_off=True)
 
     def _apply_actions(self, kb_entries: list[dict[str, Any]], kinds: frozenset[str] | None, keep_tests: bool,
                        tests_off: bool) -> bool:
