@@ -22,6 +22,8 @@ target_link_libraries(greet-cli greet)
 add_executable(greet-recover recover.c)
 add_executable(greet-filter filter.c)
 add_library(greet_main STATIC greet_main.c)
+include(CheckTypeSize)
+check_type_size("long double" LONG_DOUBLE)
 if(WITH_CRASH)
   add_executable(greet-crash crash.c)
 endif()
@@ -90,6 +92,9 @@ def test_a_project_without_tests_is_exercised_on_the_target(tmp_path):
     assert report["proof"] == "exercised", (report["proof"], report["proof_why"], report["probe_runs"])
     assert report["proof_why"].startswith("no test program was built")
     probes = {Path(p["path"]).name: p for p in report["probe_runs"]}
+    # CheckTypeSize's LONG_DOUBLE.bin is a configure check in CMakeFiles/, checked for the target but never started
+    assert any(a["path"].endswith("LONG_DOUBLE.bin") for a in report["artifacts"]), "the check is scanned"
+    assert not any("CMakeFiles" in p["path"] for p in report["probe_runs"])
     assert probes["greet-cli"]["passed"] and probes["greet-cli"]["checked"] == "ran `greet-cli --version`: exit 0"
     shared = next(p for name, p in probes.items() if name.startswith("libgreet.so"))
     # greet_add, greet_version and greet_counter, at least: each was resolved by dlsym on the target

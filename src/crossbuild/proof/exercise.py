@@ -43,6 +43,9 @@ _HARMLESS = (["--version"], ["--help"], [])
 # `usage:` forms triage knows for test programs, whose output is their verdict.
 _USAGE = re.compile(r"\busage\b", re.IGNORECASE)
 _USAGE_EXITS = (1, 2, 64, 255)
+# The build systems' own folders: what is there is a configure check (CMake's CheckTypeSize/*.bin, exiting 70/78 on
+# purpose), never a product to start. They are still checked for the target like every binary; they only are not run.
+_INTERNAL = frozenset({"CMakeFiles", "meson-private", "meson-logs"})
 
 _LOAD_PROBE = r"""/* crossbuild's library probe: load LIBRARY now, resolve each name in NAMES */
 #include <dlfcn.h>
@@ -136,7 +139,8 @@ def exercise(root: Path, target: Target, artifacts: list[dict], toolchain: Toolc
     executables that are not test programs, the shared and the static libraries (deduplicated by content)."""
     if qemu_command(target)[0] is None:
         return []  # nothing of this target runs here (Windows): the test programs' skip says why
-    mine = [a for a in artifacts if a["ok"] and not a.get("member_of")]
+    mine = [a for a in artifacts if a["ok"] and not a.get("member_of")
+            and not _INTERNAL.intersection(Path(a["path"]).parts)]
     executables = [a for a in mine if a["kind"] == "executable" and not is_testlike(a["path"])]
     shared = _distinct(root, [a for a in mine if a["kind"] == "shared_library"])
     static = _distinct(root, [a for a in mine if a["kind"] == "static_library"])
