@@ -3,7 +3,10 @@ levels.py). Each product is run there, under the same runner as the test program
 
 - every executable (not a test program) on a harmless invocation: `--version`, then `--help`, then no arguments
   (stdin closed); it passes on the first that exits 0, or when it prints its usage and exits with a usage status
-  (it started and reached its argument handling, which is what `--help` shows too);
+  (it started and reached its argument handling, which is what `--help` shows too), or, failing those, when one
+  exited normally with a message of its own; a crash, a load failure or a time-out is no start;
+- nothing in the build systems' own folders (CMakeFiles/, meson-private/: configure checks) is started;
+- an archive that defines main() (gtest_main) is linked whole as the program itself and started like one;
 - every shared library, dlopen()ed with RTLD_NOW by crossbuild's probe program, which then dlsym()s each symbol
   the library's .dynsym exports (read here, host-side) and exits 0 only when all resolve;
 - every static library, linked whole (`--whole-archive`) into crossbuild's probe program together with the
