@@ -143,7 +143,10 @@ def test_ctrl_c_pressed_again_and_again_cancels_cleanly(tmp_path):
     db = tmp_path / "runs.db"
     proc = subprocess.Popen([*CLI, "build", str(project), "-t", "aarch64-linux-musl", "--json", "--db", str(db),
                              "-w", str(tmp_path / "ws"), "--no-config"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+                            stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+                            # as from a person's terminal: Ctrl-C's default action, whatever the test runner's
+                            # worker process inherited (a clean-clone run once started it with SIGINT ignored)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for line in proc.stdout:
         event = json.loads(line)
         if event["event"] == "tool_call" and event["data"]["name"] == "run_command":
