@@ -22,7 +22,7 @@ import hashlib
 import io
 import os
 import re
-import tempfile
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,8 +157,16 @@ def exercise(root: Path, target: Target, artifacts: list[dict], toolchain: Toolc
         probes.append(_start(runner, a))
     work = None
     if shared or static:
-        work = Path(tempfile.mkdtemp(prefix="probes-", dir=toolchain.scratch))
-        os.chmod(work, 0o755)  # test programs run as an ordinary user
+        # a fresh folder in the scratch area, made with no link followed (the build could have replaced
+        # .scratch by a link to a host folder)
+        rel = f"{toolchain.scratch.name}/probes-{secrets.token_hex(6)}"
+        try:
+            with safefs.open_dir(toolchain.workspace, rel, create=True) as fd:
+                os.fchmod(fd, 0o755)  # test programs run as an ordinary user
+        except OSError as e:  # safefs.UnsafePath included
+            why = f"no folder for crossbuild's probes: {toolchain.scratch.name}/ is not a real folder ({e})"
+            return probes + [ProbeRun(a["kind"], a["path"], skipped=why) for a in shared + static]
+        work = toolchain.workspace / rel
     for a in shared[:MAX_PER_KIND]:
         probes.append(_load(runner, a, toolchain, build_box, work))
     for a in static[:MAX_PER_KIND]:
