@@ -192,6 +192,23 @@ def test_a_handler_for_programs_test_programs_start_is_theirs_alone_and_beyond_t
     assert e.value.errno == errno.ENOEXEC
 
 
+@pytest.mark.skipif(not sandbox.exec_handlers_work() or not Path("/usr/bin/valgrind").is_file(),
+                    reason="needs binfmt_misc per user namespace (Linux 6.7) and the build machine's valgrind")
+def test_the_build_machines_valgrind_is_hidden_where_target_programs_run(tmp_path):
+    """json-c's harness runs each test under valgrind when `which valgrind` finds one: the build machine's cannot
+    run the target's programs, so where they run it is not there; builds still see it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    probe = "command -v valgrind || echo none; test -x /usr/bin/valgrind && echo runnable || echo not-runnable"
+    box = sandbox.for_tree(ws).for_test_programs(exec_handler=":crossbuild-xbtest:E::xbtest::/bin/cat:F")
+    res = box.run(["sh", "-c", probe], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "t.log")
+    assert res.ok and (tmp_path / "t.log").read_text().splitlines()[2:] == ["none", "not-runnable"]
+    res = sandbox.for_tree(ws).run(["sh", "-c", probe], cwd=ws, env={"PATH": "/usr/bin:/bin"},
+                                   log_path=tmp_path / "b.log")
+    assert res.ok and (tmp_path / "b.log").read_text().splitlines()[2:] == ["/usr/bin/valgrind", "runnable"]
+    assert os.access("/usr/bin/valgrind", os.X_OK), "the host's is untouched"
+
+
 def test_the_namespace_helper_refuses_a_malformed_map_or_a_command_without_its_placeholder():
     """env/userns_exec.py runs before bubblewrap, so its refusals are one line and exit 125, running nothing."""
     from crossbuild.env import userns_exec

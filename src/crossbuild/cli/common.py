@@ -128,8 +128,10 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
         status = "[green]passed[/]" if report.rebuild["ok"] else f"[red]failed[/]: {report.rebuild['error']}"
         console.print(f"clean rebuild: {status}")
     if report.smoke_runs:
-        runs = Table(title=f"smoke runs under qemu (sandbox: {report.sandbox})")
-        for col in ("program", "result", "time", "output (tail)"):
+        title = (f"the project's tests, run by {report.harness} on the target" if report.harness
+                 else "test programs run under qemu")
+        runs = Table(title=f"{title} (sandbox: {report.sandbox})")
+        for col in ("test" if report.harness else "program", "result", "time", "output (tail)"):
             runs.add_column(col, overflow="fold")
         for r in report.smoke_runs:
             style = "yellow" if r.skipped else "red" if r.failed else "green"

@@ -39,6 +39,8 @@ class Proof:
         c = self.counts
         if self.level == "tested":
             extra = f", {c['not_counted']} not counted" if c.get("not_counted") else ""
+            if c.get("found", 0) > c["ran"]:  # skipped, not built, or not finished: listed with their reasons
+                extra += f", {c['found'] - c['ran']} not run"
             return f"tested ({c['passed']} of {c['ran']} test programs passed on the target{extra})"
         if self.level == "exercised":
             return (f"exercised ({c.get('probes_passed', 0)} of {c.get('probes_run', 0)} products ran on the "

@@ -22,6 +22,7 @@ from crossbuild.env.recipes import BuildStep
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation.targets import TARGETS, Target
 from crossbuild.proof.artifacts import check_artifact, scan_tree
+from crossbuild.proof.harness import harness_runs
 from crossbuild.proof.second_build import build_again
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
 from crossbuild.proof.target_run import test_program_box
@@ -55,16 +56,18 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
     fresh = second.toolchain
     native_root = fresh.workspace / root.relative_to(toolchain.workspace)
     wanted = {r.path for r in failing}
+    by_harness = failing[0].harness is not None  # the same harness runs there (its tests are named, not paths)
     artifacts = []
     own = own_folders(native_root, fresh)
     for a in scan_tree(native_root, prune=own).artifacts:
-        if a.kind == "shared_library" or a.path in wanted:
+        if a.kind == "shared_library" or a.path in wanted or (by_harness and a.kind == "executable"):
             artifacts.append({**a.to_dict(), "ok": not check_artifact(a, native)})
     box = test_program_box(second.box, native)
     log_dir = Path(tempfile.mkdtemp(prefix="native-", dir=fresh.logs))
-    there = {r.path: r for r in smoke_runs(native_root, native, artifacts, box, timeout_s, log_dir,
-                                           source=fresh.workspace / source, own_folders=own,
-                                           within=fresh.workspace)}
+    runs = (harness_runs(native_root, native, artifacts, fresh, box, timeout_s, log_dir, []) if by_harness else
+            smoke_runs(native_root, native, artifacts, box, timeout_s, log_dir, source=fresh.workspace / source,
+                       own_folders=own, within=fresh.workspace))
+    there = {r.path: r for r in runs}
     for r in failing:
         _compare(r, there.get(r.path), native)
 
@@ -82,7 +85,7 @@ def _compare(run: SmokeRun, native_run: SmokeRun | None, native: Target) -> None
             and _VARYING.sub("#", ours or "") == _VARYING.sub("#", theirs or ""))
     if same:
         run.triage = "project"
-        run.why = (f"fails the same way built for the build machine ({native.name}: exit {native_run.exit_code}"
+        run.why = (f"fails the same way built for the build machine ({native.name}: {native_run.status}"
                    + (f", \"{theirs[:160]}\"" if theirs else "") + ")")
     else:
         run.why = f"{run.why}; built for {native.name} it fails otherwise: {native_run.outcome()}"

@@ -37,11 +37,22 @@ class SmokeRun:
     # same way built for the build machine (native_check)
     triage: str | None = None
     why: str | None = None  # the evidence for the triage: a line of its output, or what stopped it
+    harness: str | None = None  # the project's harness that ran it (harness.py): PATH is then the test's name
 
     @property
     def failed(self) -> bool:
         """Whether this run blocks verification."""
         return not (self.skipped or self.passed) and self.triage in (None, "crashed", "failed")
+
+    @property
+    def label(self) -> str:
+        """How verdicts name it: `smoke run PATH`, or a harness's test by its name."""
+        return f"{self.harness} test {self.path}" if self.harness else f"smoke run {self.path}"
+
+    @property
+    def status(self) -> str:
+        """How it ended: what stopped it, its exit status, or (a harness that reports no status) `failed`."""
+        return self.stopped or (f"exit {self.exit_code}" if self.exit_code is not None else "failed")
 
     def outcome(self) -> str:
         """One phrase for every face (CLI table, tool result): what this run proved."""
@@ -52,8 +63,8 @@ class SmokeRun:
         if self.triage == "usage":
             return f"ran, {self.why}"
         if self.triage in ("environment", "project"):
-            return f"ran, not counted ({self.stopped or f'exit {self.exit_code}'}): {self.why}"
-        return f"FAILED ({self.why or self.stopped or f'exit {self.exit_code}'})"
+            return f"ran, not counted ({self.status}): {self.why}"
+        return f"FAILED ({self.why or self.status})"
 
 
 def own_folders(root: Path, toolchain: Toolchain | None) -> frozenset[str]:

@@ -24,6 +24,7 @@ from crossbuild.proof.artifacts import ScanResult, check_artifact, matches_any, 
 from crossbuild.proof.binary_formats import LINKED_KINDS, Artifact
 from crossbuild.proof.exercise import ProbeRun, exercise
 from crossbuild.proof.for_build import BuildMachineOutputs
+from crossbuild.proof.harness import harness_runs
 from crossbuild.proof.levels import Proof, not_tested, proof_of
 from crossbuild.proof.rebuild_check import clean_rebuild, scan_outputs
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
@@ -50,6 +51,7 @@ class VerifyReport:
     # checked like ROOT's (paths relative to ROOT); not counted, not run
     elsewhere: list[dict] = field(default_factory=list)
     smoke_runs: list[SmokeRun] = field(default_factory=list)
+    harness: str | None = None  # the project's harness that ran its tests (harness.py), when it had one
     # crossbuild's probes of the products (exercise.py), run when the test programs do not make it `tested`
     probe_runs: list[ProbeRun] = field(default_factory=list)
     rebuild: dict | None = None
@@ -87,7 +89,9 @@ class VerifyReport:
                     "test programs: none found (no test-like executable) - "
                     "proven: the architecture of every binary only")
         counted = sum(1 for r in ran if r.passed or r.triage == "usage")
-        said = f"test programs: {len(ran)} of {len(runs)} ran under qemu, {counted} passed or printed their usage"
+        said = (f"tests: {len(ran)} of {len(runs)} ran on the target by the project's {self.harness}, "
+                f"{sum(r.passed for r in ran)} passed" if self.harness else
+                f"test programs: {len(ran)} of {len(runs)} ran under qemu, {counted} passed or printed their usage")
         if len(ran) < len(runs):
             said += f", {len(runs) - len(ran)} skipped"
         if not ran:
@@ -103,7 +107,7 @@ class VerifyReport:
     def failed_output(self) -> str:
         """What the failed test programs printed last, each with its verdict: the text the knowledge base is
         searched with when the verdict is NOT VERIFIED for them."""
-        return "\n".join(f"smoke run {r.path}: {r.why or 'failed'}\n{r.output_tail}"
+        return "\n".join(f"{r.label}: {r.why or 'failed'}\n{r.output_tail}"
                          for r in self.smoke_runs if r.failed)
 
     def summary(self, shown_root: str, limit: int = 15) -> str:
@@ -115,7 +119,7 @@ class VerifyReport:
         if self.ok:
             lines.append(f"  proof: {self.level().phrase()}")
         for run in self.smoke_runs[:limit]:
-            lines.append(f"  smoke run {run.path}: {run.outcome()}")
+            lines.append(f"  {run.label}: {run.outcome()}")
             if run.failed:  # what it printed last: what a model needs to find the cause
                 lines += [f"    | {line[:200]}" for line in run.output_tail.splitlines()[-5:]]
         for probe in self.probe_runs[:limit]:
@@ -214,9 +218,15 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             # the dependencies' shared libraries, where the build linked them from (a target system would have
             # them installed too)
             deps = [str(d) for d in (toolchain.prefix / "lib", toolchain.prefix / "lib64") if d.is_dir()]
-            report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, log_dir, deps,
-                                           source=toolchain.workspace / rebuild_source,
-                                           own_folders=own_folders(root, toolchain), within=toolchain.workspace)
+            # the project's own harness when it has one and found tests; else its test-like executables, bare.
+            # Not when the steps left tests out: it would run tests whose programs were never built.
+            report.smoke_runs = [] if switched_off else harness_runs(root, target, report.artifacts, toolchain, box,
+                                                                     smoke_timeout_s, log_dir, deps)
+            report.harness = report.smoke_runs[0].harness if report.smoke_runs else None
+            if not report.smoke_runs:
+                report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, log_dir, deps,
+                                               source=toolchain.workspace / rebuild_source,
+                                               own_folders=own_folders(root, toolchain), within=toolchain.workspace)
             if build_machine_check and rebuild_steps and not report.reasons:
                 native_check.recheck(report.smoke_runs, root, toolchain, rebuild_steps, rebuild_source,
                                      rebuild_edits, box.backend, smoke_timeout_s)
@@ -225,7 +235,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                 report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, Path(tmp))
         for run in report.smoke_runs:
             if run.failed:
-                report.reasons.append(f"smoke run {run.path} failed under qemu ({run.why})")
+                report.reasons.append(f"{run.label} failed under qemu ({run.why})")
         if toolchain is not None and not report.reasons and not_tested(True, report.smoke_runs, switched_off):
             # no usable test suite: crossbuild's own probes run every product on the target instead
             report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,

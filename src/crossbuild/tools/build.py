@@ -270,6 +270,7 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons, "proven": report.proven(),
             "proof": report.proof, "proof_counts": report.proof_counts, "proof_why": report.proof_why,
             "linker_temporaries": report.linker_temporaries, "build_tools": report.build_tools,
+            "harness": report.harness,
             "smoke_runs": [{"path": r.path, "passed": r.passed, "skipped": r.skipped, "triage": r.triage, "why": r.why,
                             "outcome": r.outcome()}
                            for r in report.smoke_runs],
@@ -316,8 +317,10 @@ VERIFY = Tool(
     name="verify", args=VerifyArgs, run=_verify, authorize=_authorize_verify, read_only=False, idempotent=True,
     description=(
         "Judge the build like crossbuild does at the end: every binary in the folder must be for the target "
-        "(architecture, ABI, libc), at least one executable or library must exist, and test-like programs must pass "
-        "under qemu (or fail the same way built for the build machine, with build_machine_check); optionally a clean "
+        "(architecture, ABI, libc), at least one executable or library must exist, and the project's tests must pass "
+        "on the target under qemu: run by its own harness (ctest, meson test, make check) when the folder has one, "
+        "else its test-like programs bare (or fail the same way built for the build machine, with "
+        "build_machine_check); optionally a clean "
         "rebuild. Returns VERIFIED or the reasons it is not, and the proof level reached: `tested` (the project's own "
         "test programs ran on the target and passed), `exercised` (no usable tests, but every executable started, "
         "every shared library loaded with its exports resolved and every static library linked whole into a probe "

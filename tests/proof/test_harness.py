@@ -1,0 +1,216 @@
+"""The project's own harness runs its tests on the target (`crossbuild quick`, as a user runs it): CTest, automake's
+`make check` and `meson test`, each giving its tests the arguments and scripts the project wrote, with every target
+program a script starts handed to qemu by the sandbox's binfmt registration. Also: CTest's console as a real CTest
+prints it, read test by test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from crossbuild.proof import harness
+from tests.conftest import cb
+
+TARGET = "aarch64-linux-musl"
+
+LIBRARY = "int hsum(int a, int b) { return a + b; }\n"
+TOOL = """#include <stdio.h>
+#include <stdlib.h>
+int hsum(int, int);
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: hsumtool A B\\n"); return 2; }
+    printf("%d\\n", hsum(atoi(argv[1]), atoi(argv[2])));
+    return 0;
+}
+"""
+# like libarchive's test programs: bare, it prints its usage; its harness gives it its arguments
+CHECK = """#include <stdio.h>
+#include <stdlib.h>
+int hsum(int, int);
+int main(int argc, char **argv) {
+    if (argc != 4) { fprintf(stderr, "usage: check_sum A B SUM\\n"); return 2; }
+    return hsum(atoi(argv[1]), atoi(argv[2])) == atoi(argv[3]) ? 0 : 1;
+}
+"""
+# a script round trip (xz's, brotli's): the shell is the build machine's, the program it starts the target's
+ROUNDTRIP = """#!/bin/sh
+out=$("$1" 20 22) || exit 1
+[ "$out" = "$2" ] || { echo "roundtrip: expected $2, got $out"; exit 1; }
+"""
+CMAKE = """cmake_minimum_required(VERSION 3.16)
+project(hsum C)
+enable_testing()
+add_library(hsum hsum.c)
+add_executable(hsumtool tool.c)
+target_link_libraries(hsumtool hsum)
+add_executable(check_sum check_sum.c)
+target_link_libraries(check_sum hsum)
+add_test(NAME direct COMMAND check_sum 2 3 5)
+add_test(NAME script COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/roundtrip.sh $<TARGET_FILE:hsumtool> EXPECTED)
+install(TARGETS hsum hsumtool)
+"""
+
+
+def _quick(src: Path, ws: Path, *extra: str) -> dict:
+    r = cb("quick", str(src), "-t", TARGET, "-w", str(ws), "--json", *extra)
+    out = r.stdout
+    report = json.loads(out[out.index("\n{") + 1:] if not out.startswith("{") else out)
+    report["exit"] = r.returncode
+    return report
+
+
+def _cmake_project(tmp_path: Path, expected: str) -> Path:
+    src = tmp_path / "hsum"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(CMAKE.replace("EXPECTED", expected))
+    (src / "hsum.c").write_text(LIBRARY)
+    (src / "tool.c").write_text(TOOL)
+    (src / "check_sum.c").write_text(CHECK)
+    (src / "roundtrip.sh").write_text(ROUNDTRIP)
+    return src
+
+
+@pytest.mark.slow
+def test_ctest_runs_the_projects_tests_with_their_arguments_and_scripts_on_the_target(tmp_path):
+    report = _quick(_cmake_project(tmp_path, "42"), tmp_path / "ws", "--system", "cmake")
+    assert report["exit"] == 0 and report["ok"], report["reasons"]
+    assert report["harness"] == "ctest"
+    runs = {r["path"]: r for r in report["smoke_runs"]}
+    assert set(runs) == {"direct", "script"}, runs
+    # the script passing means the shell (the build machine's) started the aarch64 program it was given: binfmt
+    assert all(r["passed"] and r["harness"] == "ctest" for r in runs.values()), runs
+    assert report["proof"] == "tested" and report["proof_counts"]["passed"] == 2, report["proof_counts"]
+
+
+@pytest.mark.slow
+def test_a_script_test_that_fails_on_the_target_is_a_failure_with_its_message(tmp_path):
+    report = _quick(_cmake_project(tmp_path, "43"), tmp_path / "ws", "--system", "cmake")
+    script = next(r for r in report["smoke_runs"] if r["path"] == "script")
+    assert not script["passed"] and "roundtrip: expected 43, got 42" in script["why"], script
+    assert report["proof"] != "tested"
+
+
+AUTOMAKE = """lib_LIBRARIES = libamsum.a
+libamsum_a_SOURCES = amsum.c
+bin_PROGRAMS = amsumtool
+amsumtool_SOURCES = tool.c
+amsumtool_LDADD = libamsum.a
+check_PROGRAMS = t_sum
+t_sum_LDADD = libamsum.a
+TESTS = t_sum roundtrip.sh skipped.sh
+EXTRA_DIST = roundtrip.sh skipped.sh
+"""
+CONFIGURE = """AC_INIT([amsum], [1.0])
+AM_INIT_AUTOMAKE([foreign])
+AC_PROG_CC
+AC_PROG_RANLIB
+AC_CONFIG_FILES([Makefile])
+AC_OUTPUT
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("autoreconf") is None, reason="needs autotools (scripts/setup.sh)")
+def test_make_check_runs_automakes_tests_and_reads_each_result(tmp_path):
+    src = tmp_path / "amsum"
+    src.mkdir()
+    (src / "configure.ac").write_text(CONFIGURE)
+    (src / "Makefile.am").write_text(AUTOMAKE)
+    (src / "amsum.c").write_text(LIBRARY.replace("hsum", "amsum"))
+    (src / "tool.c").write_text(TOOL.replace("hsum", "amsum"))
+    (src / "t_sum.c").write_text("int amsum(int, int);\nint main(void) { return amsum(2, 3) == 5 ? 0 : 1; }\n")
+    (src / "roundtrip.sh").write_text('#!/bin/sh\n[ "$(./amsumtool 20 22)" = 42 ]\n')
+    (src / "skipped.sh").write_text("#!/bin/sh\necho 'needs a terminal'\nexit 77\n")
+    for script in ("roundtrip.sh", "skipped.sh"):
+        (src / script).chmod(0o755)
+    report = _quick(src, tmp_path / "ws", "--system", "autotools")
+    assert report["ok"] and report["harness"] == "make check", report["reasons"]
+    runs = {r["path"]: r for r in report["smoke_runs"]}
+    assert set(runs) == {"t_sum", "roundtrip.sh", "skipped.sh"}, runs
+    assert runs["t_sum"]["passed"] and runs["roundtrip.sh"]["passed"]
+    assert runs["skipped.sh"]["skipped"] == "make check: SKIP"
+    assert report["proof"] == "tested" and report["proof_counts"]["ran"] == 2, report["proof_counts"]
+
+
+@pytest.mark.slow
+def test_meson_test_runs_the_projects_tests_and_honours_should_fail(tmp_path):
+    src = tmp_path / "mssum"
+    src.mkdir()
+    (src / "meson.build").write_text(
+        "project('mssum', 'c')\nlib = static_library('mssum', 'mssum.c', install: true)\n"
+        "t = executable('t_sum', 't_sum.c', link_with: lib)\n"
+        "test('sum', t)\ntest('refuses_arguments', t, args: ['x'], should_fail: true)\n")
+    (src / "mssum.c").write_text(LIBRARY.replace("hsum", "mssum"))
+    (src / "t_sum.c").write_text("int mssum(int, int);\n"
+                                 "int main(int c, char **v) { return c == 1 && mssum(2, 3) == 5 ? 0 : 1; }\n")
+    report = _quick(src, tmp_path / "ws", "--system", "meson")
+    assert report["ok"] and report["harness"] == "meson test", report["reasons"]
+    assert {r["path"]: r["passed"] for r in report["smoke_runs"]} == {"mssum:sum": True,
+                                                                       "mssum:refuses_arguments": True}
+    assert report["proof"] == "tested"
+
+
+STATUSES = """cmake_minimum_required(VERSION 3.16)
+project(statuses NONE)
+enable_testing()
+add_test(NAME good COMMAND sh -c "sleep 0.3; echo fine")
+add_test(NAME bad COMMAND sh -c "sleep 0.1; echo 'assertion failed: x == 1'; sleep 0.4; exit 3")
+add_test(NAME segv COMMAND sh -c "kill -SEGV $$")
+add_test(NAME slow COMMAND sh -c "sleep 5")
+add_test(NAME skipme COMMAND sh -c "exit 77")
+set_tests_properties(skipme PROPERTIES SKIP_RETURN_CODE 77)
+add_test(NAME missing COMMAND /nonexistent/prog)
+add_test(NAME off COMMAND sh -c "exit 0")
+set_tests_properties(off PROPERTIES DISABLED TRUE)
+"""
+
+
+@pytest.mark.skipif(shutil.which("ctest") is None, reason="needs cmake")
+def test_ctests_console_is_read_test_by_test(tmp_path):
+    (tmp_path / "CMakeLists.txt").write_text(STATUSES)
+    subprocess.run(["cmake", "-S", tmp_path, "-B", tmp_path / "b"], check=True, capture_output=True)
+    # side by side, as the verifier runs them: each line is told apart by its test's number
+    console = subprocess.run(["ctest", "--test-dir", tmp_path / "b", "-j3", "--timeout", "1",
+                              "--verbose"], capture_output=True, text=True).stdout
+    found, unfinished = harness._ctest(console.splitlines())
+    runs = {r.path: r for r in found}
+    assert unfinished == []
+    assert sorted(runs) == ["bad", "good", "missing", "off", "segv", "skipme", "slow"]
+    assert runs["good"].passed and not runs["bad"].passed
+    assert runs["good"].output_tail == "fine" and "assertion failed: x == 1" in runs["bad"].output_tail
+    assert runs["segv"].exit_code == -11 and runs["slow"].stopped == "timeout"
+    assert runs["skipme"].skipped == "ctest: Skipped" and runs["off"].skipped == "ctest: Not Run (Disabled)"
+    assert runs["missing"].skipped.startswith("ctest: Not Run") and "Could not find" in runs["missing"].output_tail
+    cut = console[:console.index("Test #1: good")]  # the harness stopped before `good` reported
+    assert "good" in harness._ctest(cut.splitlines())[1]
+    for name in ("bad", "segv", "slow"):
+        r = runs[name]
+        r.harness = "ctest"
+        harness._judge(r, 1.0, 1.0, tmp_path)
+    assert (runs["bad"].triage, runs["segv"].triage, runs["slow"].triage) == ("failed", "crashed", "failed")
+    assert "assertion failed" in runs["bad"].why
+
+
+def test_automake_results_and_meson_logs_are_read_from_the_build_folder(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "a.trs").write_text(":test-result: PASS\n:global-test-result: PASS\n")
+    (tmp_path / "tests" / "b.trs").write_text(":test-result: PASS\n:test-result: FAIL\n")
+    (tmp_path / "tests" / "b.log").write_text("ok 1 one\nnot ok 2 two: expected 3, got 4\n")
+    (tmp_path / "tests" / "c.trs").write_text(":test-result: SKIP\n")
+    (tmp_path / "tests" / "d.trs").write_text(":test-result: XPASS\n")
+    runs = {r.path: r for r in harness._automake(tmp_path, 0.0, [])}
+    assert runs["tests/a"].passed and runs["tests/c"].skipped
+    assert not runs["tests/b"].passed and "expected 3, got 4" in runs["tests/b"].output_tail
+    assert not runs["tests/d"].passed and "XPASS" in runs["tests/d"].why
+    # written before the harness started: another run's
+    assert harness._automake(tmp_path, 4e9, ["PASS: console_only"])[0].path == "console_only"
+    (tmp_path / "meson-logs").mkdir()
+    (tmp_path / "meson-logs" / "testlog.json").write_text(
+        '{"name": "p:ok", "result": "OK", "returncode": 0}\nnot json\n[1]\n'
+        '{"name": "p:hang", "result": "TIMEOUT", "returncode": -15, "stdout": "waiting"}\n')
+    meson = {r.path: r for r in harness._meson(tmp_path, 0.0)}
+    assert meson["p:ok"].passed and meson["p:hang"].stopped == "timeout" and set(meson) == {"p:ok", "p:hang"}
