@@ -159,3 +159,53 @@ def test_tests_switched_off_by_a_fix_cannot_make_the_verdict_tested(tmp_path):
     assert report["proof"] == "exercised", (report["proof"], report["proof_why"])
     assert report["proof_why"].startswith("tests not built: "), report["proof_why"]
     assert r.returncode == 0 and out["meets_requirement"]
+
+
+INSTALLS_ITS_TOOL = """cmake_minimum_required(VERSION 3.10)
+project(served C)
+add_executable(served-cli cli.c)
+# a test helper the install leaves out, which waits for a client (miniupnpc's minihttptestserver)
+add_executable(httpserver server.c)
+install(TARGETS served-cli)
+"""
+# answers --version at once, unless the folder it runs in holds WAIT: then it waits, as a server would
+WAITS_WHEN_TOLD = """#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    if (access("WAIT", F_OK) == 0) sleep(3600);
+    printf("served 1.0\\n");
+    return 0;
+}
+"""
+SERVES = "#include <unistd.h>\nint main(void) { sleep(3600); return 0; }\n"
+
+
+@pytest.mark.slow
+def test_the_products_are_what_the_install_installs_and_a_waiting_one_is_stopped_soon(tmp_path):
+    from crossbuild.env import sandbox, workspace
+    from crossbuild.env.toolchain import Toolchain
+    from crossbuild.foundation.targets import TARGETS
+    from crossbuild.proof.verify import verify
+
+    src = tmp_path / "served"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(INSTALLS_ITS_TOOL)
+    (src / "cli.c").write_text(WAITS_WHEN_TOLD)
+    (src / "server.c").write_text(SERVES)
+    ws = tmp_path / "ws"
+    r = cb("quick", str(src), "-t", "aarch64-linux-musl", "--system", "cmake", "-w", str(ws), "--json")
+    report = _report(r.stdout)
+    assert r.returncode == 0 and report["proof"] == "exercised", (report["proof"], report["proof_why"])
+    # the helper the install leaves out is built and checked for the target, never started as a product
+    assert any(a["path"] == "httpserver" for a in report["artifacts"])
+    assert [p["path"] for p in report["probe_runs"]] == ["served-cli"], report["probe_runs"]
+    # a product that does not answer a harmless invocation: one short limit (10 s x the slowdown, capped by the
+    # limit of a test), then no other invocation
+    (ws / "build" / "WAIT").write_text("")
+    target = TARGETS["aarch64-linux-musl"]
+    tc = Toolchain.for_target(target, workspace.enclosing(ws / "build")).materialise(warm=("c",))
+    verdict = verify(ws / "build", target, toolchain=tc, box=sandbox.for_toolchain(tc), smoke_timeout_s=2.0)
+    [probe] = verdict.probe_runs
+    assert not probe.passed and probe.checked == "ran `served-cli --version`", probe
+    assert "timed out" in probe.why and probe.duration_s < 60, probe
+    assert verdict.proof == "built"

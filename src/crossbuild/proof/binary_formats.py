@@ -4,11 +4,13 @@ files to read and whether an artifact fits a target is `artifacts`' job."""
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 from dataclasses import asdict, dataclass, field
 
 import pefile
+from elftools.common.exceptions import ELFError
 from elftools.elf.constants import E_FLAGS
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
@@ -298,3 +300,29 @@ def iter_ar_members(data: bytes, thin: bool):
         # thin archives store only the index and name tables inline
         advance = size if (not thin or raw_name in ("/", "//", "/SYM64/")) else 0
         pos = body + advance + (advance & 1)
+
+
+def archive_defines_global(data: bytes, name: str) -> bool:
+    """Whether an ELF member of the (regular) archive DATA defines the global symbol NAME (an archive holding
+    main(), gtest_main's, is a program's entry)."""
+    try:
+        members = list(iter_ar_members(data, thin=False))
+    except ValueError:
+        return False
+    for _, start, size in members:
+        if data[start:start + 4] != b"\x7fELF":
+            continue  # the symbol index, string tables
+        try:
+            symtab = ELFFile(io.BytesIO(data[start:start + size])).get_section_by_name(".symtab")
+            if symtab is not None and any(sym.name == name and sym["st_shndx"] != "SHN_UNDEF"
+                                          and sym["st_info"]["bind"] == "STB_GLOBAL"
+                                          for sym in symtab.iter_symbols()):
+                return True
+        except (ELFError, ValueError):
+            continue
+    return False
+
+
+def has_interpreter(f) -> bool:
+    """Whether the ELF file F names a program interpreter (it is linked dynamically)."""
+    return any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())

@@ -1,10 +1,13 @@
 """What a build without a usable test suite still proves on the target: the verifier's probes (level `exercised`,
 levels.py). Each product is run there, under the same runner as the test programs:
 
+- the products are what the project's install installed, when it ran (a test helper or a generator left in the
+  build folder is not one); else every binary of the build folder;
 - every executable (not a test program) on a harmless invocation: `--version`, then `--help`, then no arguments
-  (stdin closed); it passes on the first that exits 0, or when it prints its usage and exits with a usage status
-  (it started and reached its argument handling, which is what `--help` shows too), or, failing those, when one
-  exited normally with a message of its own; a crash, a load failure or a time-out is no start;
+  (stdin closed), each under a short limit (10 s times the emulator's slowdown); it passes on the first that exits
+  0, or when it prints its usage and exits with a usage status (it started and reached its argument handling,
+  which is what `--help` shows too), or, failing those, when one exited normally with a message of its own; a
+  crash, a load failure or a time-out is no start, and after a time-out no other invocation is tried;
 - nothing in the build systems' own folders (CMakeFiles/, meson-private/: configure checks) is started;
 - an archive that defines main() (gtest_main) is linked whole as the program itself and started like one;
 - every shared library, dlopen()ed with RTLD_NOW by crossbuild's probe program, which then dlsym()s each symbol
@@ -19,7 +22,6 @@ sandbox after the build has finished, into a fresh folder; what each checked is 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
 import secrets
@@ -27,19 +29,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
 
 from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof import slowdown
-from crossbuild.proof.binary_formats import dynamic_symbols, iter_ar_members
+from crossbuild.proof.binary_formats import archive_defines_global, dynamic_symbols, has_interpreter
 from crossbuild.proof.smoke import is_testlike
 from crossbuild.proof.target_run import loader_lacks, qemu_command, runner_argv
 from crossbuild.proof.triage import Triage, triage
 
 MAX_PER_KIND = 20  # probes of each kind; more are counted, not run
+HARMLESS_S = 10.0  # base limit of one harmless invocation (`--version`), multiplied by the emulator's slowdown
 _HARMLESS = (["--version"], ["--help"], [])
 # A product asked for --help that answers with its usage and a usage status started and parsed its arguments: any
 # line naming "usage" counts here (bzip2recover: "usage is `bzip2recover damaged-file-name'"), not only the
@@ -113,12 +115,18 @@ class _Runner:
     workspace: Path
     count: int = 0
 
-    def triage(self, code: int | None, stopped: str | None, lines: list[str]) -> Triage:
-        return triage(code, stopped, lines, self.timeout, scale=self.scale, workspace=self.workspace)
+    def triage(self, code: int | None, stopped: str | None, lines: list[str], limit: float | None = None) -> Triage:
+        return triage(code, stopped, lines, limit or self.timeout, scale=self.scale, workspace=self.workspace)
+
+    @property
+    def harmless_limit(self) -> float:
+        """A `--version` answers in moments: a short limit, scaled like the others, not a test's."""
+        return min(self.timeout, HARMLESS_S * self.scale)
 
     def run(self, probe: ProbeRun, exe: Path, args: list[str], *, dynamic: bool, rel: str | None = None,
-            cwd: Path | None = None) -> tuple[int | None, str | None, list[str]] | None:
-        """Run EXE ARGS on the target: (exit status, what stopped it, its output), or None with PROBE.skipped."""
+            cwd: Path | None = None, limit: float | None = None) -> tuple[int | None, str | None, list[str]] | None:
+        """Run EXE ARGS on the target (under LIMIT seconds, default the scaled base limit): (exit status, what
+        stopped it, its output), or None with PROBE.skipped."""
         argv, why_not = runner_argv(self.target, exe, dynamic=dynamic, lib_dirs=self.lib_dirs, args=args)
         if argv is not None and dynamic and self.target.libc == "musl" and rel is not None:
             why_not = loader_lacks(self.target, self.root, rel, self.lib_rels, self.dependency_lib_dirs)
@@ -130,20 +138,25 @@ class _Runner:
         cwd = cwd or exe.parent
         env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C"}
         res = self.box.run(argv, cwd=cwd, env=env, log_path=self.log_dir / log_name,
-                           limits=Limits(timeout_s=self.timeout, max_output_bytes=1 << 20))
+                           limits=Limits(timeout_s=limit or self.timeout, max_output_bytes=1 << 20))
         probe.duration_s = round(probe.duration_s + res.duration_s, 3)
         lines = safefs.read_text(self.log_dir, log_name, max_bytes=2 << 20).splitlines()[2:]
         return res.returncode, res.stopped, [line for line in lines if not line.startswith("[crossbuild:")]
 
 
 def exercise(root: Path, target: Target, artifacts: list[dict], toolchain: Toolchain, build_box: Sandbox,
-             test_box: Sandbox, timeout: float, log_dir: Path, dependency_lib_dirs: list[str]) -> list[ProbeRun]:
+             test_box: Sandbox, timeout: float, log_dir: Path, dependency_lib_dirs: list[str],
+             installed: set[str] | None = None) -> list[ProbeRun]:
     """Probe every product among ARTIFACTS (the verifier's entries below ROOT, "ok" when they fit TARGET): the
-    executables that are not test programs, the shared and the static libraries (deduplicated by content)."""
+    executables that are not test programs, the shared and the static libraries (deduplicated by content). When
+    the project's install ran, its products are what it installed (INSTALLED: the file names it wrote): a test
+    helper or a generator it leaves in the build folder (miniupnpc's minihttptestserver, libzip's regress/
+    programs) is not one."""
     if qemu_command(target)[0] is None:
         return []  # nothing of this target runs here (Windows): the test programs' skip says why
     mine = [a for a in artifacts if a["ok"] and not a.get("member_of")
-            and not _INTERNAL.intersection(Path(a["path"]).parts)]
+            and not _INTERNAL.intersection(Path(a["path"]).parts)
+            and (installed is None or Path(a["path"]).name in installed)]
     executables = [a for a in mine if a["kind"] == "executable" and not is_testlike(a["path"])]
     shared = _distinct(root, [a for a in mine if a["kind"] == "shared_library"])
     static = _distinct(root, [a for a in mine if a["kind"] == "static_library"])
@@ -204,16 +217,17 @@ def _start(runner: _Runner, a: dict) -> ProbeRun:
 
 def _harmless(runner: _Runner, probe: ProbeRun, exe: Path, *, dynamic: bool, rel: str | None) -> ProbeRun:
     tried, own_error, crashed = [], None, False
+    limit = runner.harmless_limit
     for args in _HARMLESS:
         shown = " ".join([exe.name, *args])
-        done = runner.run(probe, exe, args, dynamic=dynamic, rel=rel)
+        done = runner.run(probe, exe, args, dynamic=dynamic, rel=rel, limit=limit)
         if done is None:
             return probe
         code, stopped, lines = done
         if code == 0 and not stopped:
             probe.passed, probe.checked = True, f"ran `{shown}`: exit 0"
             return probe
-        verdict = runner.triage(code, stopped, lines)
+        verdict = runner.triage(code, stopped, lines, limit)
         if verdict.kind == "usage" or (verdict.kind == "failed" and code in _USAGE_EXITS and not stopped
                                        and any(_USAGE.search(line) for line in lines[:20])):
             probe.passed, probe.checked = True, f"ran `{shown}`: printed its usage (exit {code})"
@@ -226,6 +240,8 @@ def _harmless(runner: _Runner, probe: ProbeRun, exe: Path, *, dynamic: bool, rel
         if verdict.kind == "crashed":
             crashed = True
             break  # a crash is the answer: no other invocation makes it a clean start
+        if stopped == "timeout":
+            break  # it waits (a server, a reader of a terminal): other invocations would wait as long
     if own_error and not crashed:
         probe.passed, probe.checked = True, own_error
         return probe
@@ -299,7 +315,7 @@ def _link(runner: _Runner, a: dict, others: list[str], toolchain: Toolchain, box
         probe.why = error
         return probe
     with open(built, "rb") as f:
-        dynamic = _has_interpreter(f)
+        dynamic = has_interpreter(f)
     if main_inside:
         _harmless(runner, probe, built, dynamic=dynamic, rel=None)
         probe.checked = f"{linked} as the program (it defines main()), then {probe.checked}"
@@ -311,28 +327,10 @@ def _link(runner: _Runner, a: dict, others: list[str], toolchain: Toolchain, box
 
 
 def _defines_main(root: Path, rel: str) -> bool:
-    """Whether an ELF member of the (regular) archive REL defines a global main()."""
     try:
-        data = safefs.read_bytes(root, rel, max_bytes=512 << 20)
-        members = list(iter_ar_members(data, thin=False))
-    except (OSError, ValueError):
+        return archive_defines_global(safefs.read_bytes(root, rel, max_bytes=512 << 20), "main")
+    except OSError:
         return False
-    for _, start, size in members:
-        if data[start:start + 4] != b"\x7fELF":
-            continue  # the symbol index, string tables
-        try:
-            symtab = ELFFile(io.BytesIO(data[start:start + size])).get_section_by_name(".symtab")
-            if symtab is not None and any(sym.name == "main" and sym["st_shndx"] != "SHN_UNDEF"
-                                          and sym["st_info"]["bind"] == "STB_GLOBAL"
-                                          for sym in symtab.iter_symbols()):
-                return True
-        except (ELFError, ValueError):
-            continue
-    return False
-
-
-def _has_interpreter(f) -> bool:
-    return any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())
 
 
 def _verdict(runner: _Runner, code: int | None, stopped: str | None, lines: list[str]) -> tuple[bool, str | None]:

@@ -161,7 +161,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     if (rest := scan_elsewhere(root, toolchain)) is not None:
         scans.append((toolchain.workspace, rest))
     bad: list[tuple[Artifact, list[str]]] = []
-    for_build = BuildMachineOutputs(toolchain, _installed_names(toolchain))
+    installed = _installed_names(toolchain)
+    for_build = BuildMachineOutputs(toolchain, installed)
     for anchor, scan in scans:
         up = None if anchor == root else os.path.relpath(anchor, os.path.realpath(root))
 
@@ -239,7 +240,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         if toolchain is not None and not report.reasons and not_tested(True, report.smoke_runs, switched_off):
             # no usable test suite: crossbuild's own probes run every product on the target instead
             report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,
-                                         smoke_timeout_s, log_dir, deps)
+                                         smoke_timeout_s, log_dir, deps, installed)
     report.ok = not report.reasons
     proof = proof_of(report.ok, run_tests, report.smoke_runs, report.probe_runs if run_tests else None,
                      switched_off)
