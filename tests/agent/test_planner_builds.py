@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -1121,3 +1122,34 @@ def test_a_musl_build_that_ends_on_what_musl_lacks_is_built_for_glibc_and_says_s
     conn = sqlite3.connect(tmp_path / "runs.db")
     rows = conn.execute("SELECT target, status FROM runs ORDER BY started_at").fetchall()
     assert rows[-2:] == [("aarch64-linux-musl", "failed"), ("aarch64-linux-gnu", "verified")]
+
+
+@pytest.mark.slow
+def test_googletest_sources_debian_ships_under_usr_src_are_provided_and_the_tests_run(tmp_path):
+    """fmtlib as Debian patches it: its tests compile googletest from /usr/src/googletest (Debian's googletest
+    package), which this machine lacks. The planner provides that package from the archive, shown read-only at its
+    path; the project compiles it with the cross compiler, and CTest runs the gtest program on the target."""
+    project = tmp_path / "gt"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(gt CXX)\nenable_testing()\n"
+        "add_library(twice twice.cc)\ninstall(TARGETS twice)\n"
+        "add_subdirectory(/usr/src/googletest ${CMAKE_BINARY_DIR}/googletest EXCLUDE_FROM_ALL)\n"
+        "add_executable(twice_test twice_test.cc)\ntarget_link_libraries(twice_test twice gtest_main)\n"
+        "add_test(NAME twice_test COMMAND twice_test)\n")
+    (project / "twice.cc").write_text("int twice(int x) { return 2 * x; }\n")
+    (project / "twice_test.cc").write_text(
+        "#include <gtest/gtest.h>\nint twice(int);\nTEST(Twice, Doubles) { EXPECT_EQ(twice(21), 42); }\n")
+    from crossbuild.env import build_tools
+
+    provided_before = "googletest" in {p.name for p in build_tools.installed()}  # the cache is the machine's
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    if not provided_before:
+        assert "applied debian-source-folder-missing" in out["message"], out["message"]
+    assert "googletest" in {p.name for p in build_tools.installed()}
+    runs = out["verify"]["smoke_runs"]
+    assert [(s["path"], s["passed"], s["harness"]) for s in runs] == [("twice_test", True, "ctest")], runs
+    assert "[  PASSED  ] 1 test" in runs[0]["output_tail"]
+    assert out["verify"]["proof"] == "tested"
+    assert not Path("/usr/src/googletest").exists(), "the host is untouched"

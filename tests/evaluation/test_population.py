@@ -229,7 +229,8 @@ def test_a_sample_larger_than_the_population_is_a_one_line_error(tmp_path):
     (lists / "mirror.example_debian_dists_bookworm_main_binary-amd64_Packages").write_text("Package: x\n")
     (cache / "apt" / "state" / "updated").touch()  # fresh: no apt-get update
     (cache / "debian-index").mkdir()
-    _contents(cache / "debian-index" / "bookworm-2.sqlite", [("usr/include/hdr.h", "libhdr-dev")])
+    from crossbuild.env.debian_index import index_path
+    _contents(cache / "debian-index" / index_path().name, [("usr/include/hdr.h", "libhdr-dev")])
     r = cb("eval", "corpus", "generate", "--out", str(tmp_path / "s"), "--sample", "5", "--seed", "1",
            env={"CROSSBUILD_CACHE_DIR": str(cache)}, timeout=300)
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]

@@ -5,9 +5,10 @@ A name (a program, or the absolute path of a data file the build read) is looked
 the package that ships it, and the packages it depends on that the host has not installed, are downloaded through
 crossbuild's private apt configuration (the archive's signed indices) and unpacked, once, into crossbuild's cache.
 Every sandboxed command then sees them read-only: their programs on PATH after the host's own, their libraries on
-LD_LIBRARY_PATH, and their /usr/share/<name> folders where the programs look (bison's skeletons, unicode-data's
-tables). Like the zig and dependency caches, they are shared by every build on the machine; nothing is run from the
-packages while unpacking them (no maintainer scripts), and a name selects only a package of the archive.
+LD_LIBRARY_PATH, and their /usr/share/<name> and /usr/src/<name> folders where the programs look (bison's skeletons,
+unicode-data's tables, the googletest sources a Debian-patched build compiles itself). Like the zig and dependency
+caches, they are shared by every build on the machine; nothing is run from the packages while unpacking them (no
+maintainer scripts), and a name selects only a package of the archive.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ MULTIARCH = "x86_64-linux-gnu"  # the build machine's library folder in the pack
 _PROGRAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$")
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
 _PROGRAM_DIRS = ("usr/bin", "bin", "usr/sbin", "sbin")  # where a package's programs are, as PATH has them
-_DATA_TOPS = ("usr/share/",)  # where the sandbox can show a data file at its own path (shared_data)
+# where the sandbox can show a data file at its own path (shared_data): /usr/share/<name> (unicode-data's tables),
+# /usr/src/<name> (the sources Debian ships for a build to compile itself: googletest)
+_DATA_TOPS = ("usr/share/", "usr/src/")
 _MAX_PACKAGES = 25  # one tool and what it needs that the host lacks; more means the host is far from Debian's
 _COMPLETE = ".crossbuild-complete"  # written last, holding the version: a folder without it is not used
 
@@ -125,15 +128,21 @@ def library_dirs() -> list[str]:
             if (p / d).is_dir() and any(f.name.startswith("lib") and ".so" in f.name for f in (p / d).iterdir())]
 
 
-def shared_data() -> dict[str, Path]:
-    """/usr/share/<name> folders the packages bring that the host lacks: name -> the unpacked folder."""
+def data_tops() -> list[str]:
+    """The host folders (/usr/share, /usr/src) whose children the packages may bring."""
+    return ["/" + top.rstrip("/") for top in _DATA_TOPS]
+
+
+def shared_data(top: str = "/usr/share") -> dict[str, Path]:
+    """TOP/<name> folders (TOP one of data_tops()) the packages bring that the host lacks: name -> the unpacked
+    folder."""
     out: dict[str, Path] = {}
     for p in installed():
-        share = p / "usr" / "share"
+        share = p / top.lstrip("/")
         if not share.is_dir() or share.is_symlink():
             continue
         for child in sorted(share.iterdir()):
-            if child.is_dir() and not child.is_symlink() and not os.path.lexists(Path("/usr/share") / child.name):
+            if child.is_dir() and not child.is_symlink() and not os.path.lexists(Path(top) / child.name):
                 out.setdefault(child.name, child)
     return out
 

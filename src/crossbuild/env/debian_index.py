@@ -29,8 +29,10 @@ from crossbuild.foundation import host
 CONTENTS = ("main/Contents-amd64.gz", "main/Contents-all.gz")
 TRIPLET = "x86_64-linux-gnu"  # the multiarch folder of the amd64 Contents read here; what a file is called is the same
 # The files a dependency is found by, and the programs and data a build runs on the build machine (build_tools:
-# bison, gperf, /usr/share/unicode/...); everything else in Contents is left out of the index.
+# bison, gperf, /usr/share/unicode/...), and the top of each source tree Debian ships under /usr/src (googletest);
+# everything else in Contents is left out of the index.
 _KEPT = re.compile(r"^usr/include/|^usr/lib/([^/]+/)?(pkgconfig/[^/]+\.pc|lib[^/]+\.(so|a))$|^usr/share/pkgconfig/|"
+                   r"^usr/src/[^/]+/(CMakeLists\.txt|meson\.build|configure|Makefile)$|"
                    r"/cmake/.*([Cc]onfig|-config)\.cmake$|^(usr/)?s?bin/[^/]+$|"
                    r"^usr/share/(?!doc/|man/|locale/|info/|help/|icons/|gtk-doc/|lintian/|texlive/|texmf/|fonts/|"
                    r"javascript/|zoneinfo/|i18n/|games/|sounds/|backgrounds/|themes/|pixmaps/|emacs/|vim/|gocode/|"
@@ -51,7 +53,8 @@ class Resolution:
 
 
 def index_path() -> Path:
-    return host.cache_root() / "debian-index" / "bookworm-2.sqlite"  # -2: programs and build-machine data kept
+    # -3: programs, build-machine data and /usr/src source trees kept
+    return host.cache_root() / "debian-index" / "bookworm-3.sqlite"
 
 
 def packages_with(path: str, *, progress=lambda _: None) -> list[str]:

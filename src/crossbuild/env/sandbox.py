@@ -460,19 +460,20 @@ class BubblewrapSandbox(Sandbox):
         return root
 
     def _shared_data_binds(self) -> list[str]:
-        """The /usr/share/<name> folders of build-machine packages (build_tools) where their programs look, laid
-        over a cover of /usr/share (the host's folder is read-only, so the new names need mount points): the host's
-        own children are bound back under the cover."""
-        shared = build_tools.shared_data()
-        share = Path("/usr/share")
-        if not shared or not share.is_dir() or share.is_symlink():
-            return []
-        key = tuple(sorted(shared))
-        if key not in self._covers:
-            self._covers[key] = self._new_cover("usr-share", share, extra=key)
-        args = _cover_binds(self._covers[key], share)
-        for name, folder in sorted(shared.items()):
-            args += ["--ro-bind", str(folder), str(share / name)]
+        """The /usr/share/<name> and /usr/src/<name> folders of build-machine packages (build_tools) where their
+        programs look, each top laid over a cover of the host's (its folder is read-only, so the new names need
+        mount points): the host's own children are bound back under the cover."""
+        args: list[str] = []
+        for top in build_tools.data_tops():
+            shared, folder = build_tools.shared_data(top), Path(top)
+            if not shared or not folder.is_dir() or folder.is_symlink():
+                continue
+            key = (top, *sorted(shared))
+            if key not in self._covers:
+                self._covers[key] = self._new_cover(top.strip("/").replace("/", "-"), folder, extra=key[1:])
+            args += _cover_binds(self._covers[key], folder)
+            for name, unpacked in sorted(shared.items()):
+                args += ["--ro-bind", str(unpacked), str(folder / name)]
         return args
 
     def _cover(self, loader_root: Path) -> Path:
