@@ -14,7 +14,8 @@ class ProvideBuildToolArgs(ToolArgs):
     name: str = Field(min_length=1, max_length=400,
                       description="A program the build runs on the build machine, as the error names it (bison, "
                                   "flex, gperf, nasm, help2man, BISON), or the absolute path of a data file it "
-                                  "could not read (/usr/share/unicode/CaseFolding.txt).")
+                                  "could not read (/usr/share/unicode/CaseFolding.txt, "
+                                  "/usr/src/googletest/CMakeLists.txt).")
 
 
 def _provide(ctx: RunContext, args: ProvideBuildToolArgs, _: None) -> ToolResult:
@@ -26,7 +27,7 @@ def _provide(ctx: RunContext, args: ProvideBuildToolArgs, _: None) -> ToolResult
             "off; otherwise the project needs a tool this machine cannot get")) from None
     how = ("already available" if found.already else f"unpacked {', '.join(found.added)} from Debian's archive")
     message = (f"{args.name}: {found.package} ({'; '.join(found.evidence)}), {how}. Every later command sees it "
-               "(programs on PATH, data in /usr/share); run the failed step again.")
+               "(programs on PATH, data in /usr/share and /usr/src); run the failed step again.")
     return ToolResult(ok=True, message=message, data={"name": args.name, "package": found.package,
                                                       "added": found.added, "already": found.already})
 
@@ -35,7 +36,8 @@ PROVIDE_BUILD_TOOL = Tool(
     name="provide_build_tool", args=ProvideBuildToolArgs, run=_provide, idempotent=True,
     description=(
         "Provide a program or data file the build needs on the build machine and this machine lacks (`bison: not "
-        "found`, `Could NOT find BISON`, a missing /usr/share/... table): its Debian package is unpacked, read-only, "
-        "into every later command (programs on PATH, data in /usr/share); the host itself is not changed. For "
+        "found`, `Could NOT find BISON`, a missing /usr/share/... table, the /usr/src/googletest sources a "
+        "Debian-patched build compiles): its Debian package is unpacked, read-only, into every later command "
+        "(programs on PATH, data in /usr/share and /usr/src); the host itself is not changed. For "
         "build-machine tools only: libraries the target program links come from build_dependency."),
 )
