@@ -39,6 +39,7 @@ def test_a_build_started_from_the_page_is_watched_live_to_verified_and_replayed(
     assert "VERIFIED" in page.locator("#outcome").inner_text()
     assert page.locator("#artifacts td", has_text="libcalc.a").count() == 1
     assert "passed" in page.locator("#smoke-runs").inner_text()
+    assert "test (run by ctest)" in page.locator("#smoke-runs").inner_text()  # the project's own harness ran it
     assert page.locator("#proof").inner_text().startswith("proof: tested (1 of 1 test programs passed")
     calls = page.locator(".call").count()
     assert calls >= 4 and page.locator(".call.failed").count() == 0

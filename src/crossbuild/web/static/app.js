@@ -193,7 +193,7 @@ class RunPage {
       el("table", {id: "artifacts"}, head("artifact", "kind", "format", "machine", "details", "ok"),
          el("tbody", {}, ...rows)),
       v.rebuild ? el("p", {textContent: `clean rebuild: ${v.rebuild.ok ? "passed" : v.rebuild.error}`}) : null,
-      (v.smoke_runs || []).length ? el("table", {id: "smoke-runs"}, head("program", "exit", "time", "output (tail)"),
+      (v.smoke_runs || []).length ? el("table", {id: "smoke-runs"}, head(v.harness ? `test (run by ${v.harness})` : "program", "exit", "time", "output (tail)"),
         el("tbody", {}, ...v.smoke_runs.map((s) => el("tr", {class: s.passed ? "ok" : ""},
           el("td", {textContent: s.path}), el("td", {textContent: s.skipped ? `skipped: ${s.skipped}` :
             s.passed ? "passed" : `${s.triage || "failed"}: ${s.why || s.exit_code}`}),
