@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from crossbuild.proof import harness
+from crossbuild.proof import harness_records as records
 from tests.conftest import cb
 
 TARGET = "aarch64-linux-musl"
@@ -176,7 +177,7 @@ def test_ctests_console_is_read_test_by_test(tmp_path):
     # side by side, as the verifier runs them: each line is told apart by its test's number
     console = subprocess.run(["ctest", "--test-dir", tmp_path / "b", "-j3", "--timeout", "1",
                               "--verbose"], capture_output=True, text=True).stdout
-    found, unfinished = harness._ctest(console.splitlines())
+    found, unfinished = records.ctest(records.lines_of(console))
     runs = {r.path: r for r in found}
     assert unfinished == []
     assert sorted(runs) == ["bad", "good", "missing", "off", "segv", "skipme", "slow"]
@@ -186,7 +187,7 @@ def test_ctests_console_is_read_test_by_test(tmp_path):
     assert runs["skipme"].skipped == "ctest: Skipped" and runs["off"].skipped == "ctest: Not Run (Disabled)"
     assert runs["missing"].skipped.startswith("ctest: Not Run") and "Could not find" in runs["missing"].output_tail
     cut = console[:console.index("Test #1: good")]  # the harness stopped before `good` reported
-    assert "good" in harness._ctest(cut.splitlines())[1]
+    assert "good" in records.ctest(records.lines_of(cut))[1]
     for name in ("bad", "segv", "slow"):
         r = runs[name]
         r.harness = "ctest"
@@ -202,15 +203,85 @@ def test_automake_results_and_meson_logs_are_read_from_the_build_folder(tmp_path
     (tmp_path / "tests" / "b.log").write_text("ok 1 one\nnot ok 2 two: expected 3, got 4\n")
     (tmp_path / "tests" / "c.trs").write_text(":test-result: SKIP\n")
     (tmp_path / "tests" / "d.trs").write_text(":test-result: XPASS\n")
-    runs = {r.path: r for r in harness._automake(tmp_path, 0.0, [])}
+    runs = {r.path: r for r in records.automake(tmp_path, 0.0, [])}
     assert runs["tests/a"].passed and runs["tests/c"].skipped
     assert not runs["tests/b"].passed and "expected 3, got 4" in runs["tests/b"].output_tail
     assert not runs["tests/d"].passed and "XPASS" in runs["tests/d"].why
     # written before the harness started: another run's
-    assert harness._automake(tmp_path, 4e9, ["PASS: console_only"])[0].path == "console_only"
+    assert records.automake(tmp_path, 4e9, ["PASS: console_only"])[0].path == "console_only"
     (tmp_path / "meson-logs").mkdir()
     (tmp_path / "meson-logs" / "testlog.json").write_text(
         '{"name": "p:ok", "result": "OK", "returncode": 0}\nnot json\n[1]\n'
-        '{"name": "p:hang", "result": "TIMEOUT", "returncode": -15, "stdout": "waiting"}\n')
-    meson = {r.path: r for r in harness._meson(tmp_path, 0.0)}
-    assert meson["p:ok"].passed and meson["p:hang"].stopped == "timeout" and set(meson) == {"p:ok", "p:hang"}
+        '{"name": "p:hang", "result": "TIMEOUT", "returncode": -15, "stdout": "waiting"}\n'
+        '{"name": "p:odd", "result": "OK", "duration": "abc"}\n' + "[" * 200_000 + "\n"
+        '{"name": "p:long", "result": "OK", "env": {"A": "' + "x" * 9000 + '"}}\n')
+    meson = {r.path: r for r in records.meson(tmp_path, 0.0)}
+    assert meson["p:ok"].passed and meson["p:hang"].stopped == "timeout"
+    assert set(meson) == {"p:ok", "p:hang", "p:odd", "p:long"}
+
+
+def test_what_a_hostile_test_prints_cannot_hide_a_failure_crash_or_stall_the_reader(tmp_path):
+    """CTest frames its console with newlines and `N: ` prefixes: a test printing a form feed and a forged summary
+    line does not end the reading, and pathological lines are read in bounded time."""
+    import time
+
+    console = ("    Start 1: liar\n1: ok\x0c100% tests passed, 0 tests failed out of 1\n"
+               "1/2 Test #1: liar .........   Passed    0.01 sec\n    Start 2: honest\n2: assertion failed\n"
+               "2/2 Test #2: honest .......***Failed    1.2.3 sec\n")
+    runs, _ = records.ctest(records.lines_of(console))
+    assert [(r.path, r.passed) for r in runs] == [("liar", True), ("honest", False)]
+    start = time.monotonic()
+    records.ctest(records.lines_of("1/1 Test #1: " + "a " * 8000 + "\n" + "    Start 9: " + "b " * 50_000))
+    records.automake(tmp_path, 0.0, records.lines_of("PASS: a" + " " * 20_000 + "\0"))
+    assert time.monotonic() - start < 1.0
+
+
+def test_a_harness_test_counts_for_tested_only_when_it_starts_a_target_program(tmp_path):
+    from crossbuild.proof.levels import not_tested
+    from crossbuild.proof.smoke import SmokeRun
+
+    build = str(tmp_path / "build")
+    commands = records.ctest_commands(
+        '{"kind": "ctestInfo", "tests": [{"name": "host_only", "command": ["/usr/bin/true"]},'
+        f'{{"name": "script", "command": ["/bin/sh", "rt.sh", "-DCLI={build}/tool"]}},'
+        f'{{"name": "direct", "command": ["/ws/.xbuild/bin/target-run", "{build}/check"]}}]}}')
+    runs = [SmokeRun(path=name, command=[], passed=True, harness="ctest") for name in ("host_only", "script",
+                                                                                       "direct")]
+    ctest = harness.Harness("ctest", [], tmp_path)
+    harness.tie(runs, ctest, commands, {f"{build}/tool", "/ws/.xbuild/bin/target-run"})
+    assert [r.on_target for r in runs] == [False, True, True]
+    assert not_tested(True, runs, None) is None
+    assert "starts a target program" in not_tested(True, runs[:1], None)
+
+
+@pytest.mark.slow
+def test_a_harness_that_runs_only_build_machine_programs_does_not_make_it_tested(tmp_path):
+    """A hostile (or merely odd) project whose CTest tests run the build machine's shell only, beside a real
+    target program: everything passes, and still nothing ran on the target, so the verdict is not `tested`."""
+    src = tmp_path / "hostonly"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(hostonly C)\nenable_testing()\n"
+        "add_executable(hsumtool tool.c hsum.c)\ninstall(TARGETS hsumtool)\n"
+        'add_test(NAME looks_fine COMMAND sh -c "echo all good")\n')
+    (src / "tool.c").write_text(TOOL)
+    (src / "hsum.c").write_text(LIBRARY)
+    report = _quick(src, tmp_path / "ws", "--system", "cmake")
+    assert report["ok"] and report["harness"] == "ctest"
+    [run] = report["smoke_runs"]
+    assert run["passed"] and run["on_target"] is False
+    assert report["proof"] == "exercised" and "starts a target program" in report["proof_why"], report["proof_why"]
+
+
+def test_the_targets_library_folders_reach_target_programs_only(tmp_path):
+    """The folders the build wrote its shared libraries to go to qemu (QEMU_SET_ENV), never to LD_LIBRARY_PATH,
+    which the host programs starting the sandbox would read; a folder whose name holds a separator is left out."""
+    from crossbuild.env.toolchain import Toolchain
+    from crossbuild.foundation.targets import TARGETS
+
+    tc = Toolchain.for_target(TARGETS["aarch64-linux-musl"], tmp_path / "ws")
+    built = [str(tmp_path / "ws" / "build" / "lib"), str(tmp_path / "ws" / "build" / "a:b"),
+             str(tmp_path / "ws" / "c,d")]
+    env = harness._environment(tc, built)
+    assert env["QEMU_SET_ENV"] == f"LD_LIBRARY_PATH={built[0]}"
+    assert not any(str(tmp_path) in part for part in env.get("LD_LIBRARY_PATH", "").split(":"))

@@ -1,7 +1,8 @@
 """What a verdict proved on the target, as one level (README, "Verifying"):
 
 - `tested`: the project's own test programs ran there and passed: at least one passed, none failed, fewer not
-  counted (excused with evidence, or only printing their usage) than passed, and no test was switched off;
+  counted (excused with evidence, or only printing their usage) than passed, and no test was switched off; run by
+  the project's harness, at least one passing test starts a target program and the harness finished;
 - `exercised`: no usable test suite, but every product ran there: each executable started cleanly, each shared
   library was loaded with every exported symbol resolved, each static library was linked whole into a probe that
   ran (crossbuild's own probes, exercise.py);
@@ -86,6 +87,12 @@ def not_tested(run_tests: bool, runs: list[SmokeRun], tests_off: str | None) -> 
     excused = sum(1 for r in ran if not r.passed and not r.failed)
     if tests_off:
         return tests_off
+    harnessed = [r for r in runs if r.harness]
+    if any(r.skipped and r.skipped.startswith("not finished") for r in harnessed):
+        return f"the project's {harnessed[0].harness} did not finish within its overall limit"
+    if harnessed and passed and not any(r.passed and r.on_target for r in harnessed):
+        return (f"no test of the project's {harnessed[0].harness} that passed starts a target program (their "
+                "commands name neither the emulator nor a program built for the target)")
     if passed and not any(r.failed for r in ran) and excused < passed:
         return None
     if not run_tests:

@@ -55,6 +55,10 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
         return
     fresh = second.toolchain
     native_root = fresh.workspace / root.relative_to(toolchain.workspace)
+    if native_root.is_symlink() or not native_root.is_dir():  # the second build may have left a link to host files
+        for r in failing:
+            r.why = f"{r.why}; not reproduced: the build for {native.name} left no build folder"
+        return
     wanted = {r.path for r in failing}
     by_harness = failing[0].harness is not None  # the same harness runs there (its tests are named, not paths)
     artifacts = []
