@@ -285,3 +285,14 @@ def test_the_targets_library_folders_reach_target_programs_only(tmp_path):
     env = harness._environment(tc, built)
     assert env["QEMU_SET_ENV"] == f"LD_LIBRARY_PATH={built[0]}"
     assert not any(str(tmp_path) in part for part in env.get("LD_LIBRARY_PATH", "").split(":"))
+
+
+def test_a_harness_stopped_at_its_overall_limit_cannot_give_tested():
+    from crossbuild.proof.levels import not_tested
+    from crossbuild.proof.smoke import UNFINISHED, SmokeRun
+
+    passed = SmokeRun(path="quick", command=[], passed=True, harness="make check", on_target=True)
+    hung = SmokeRun(path="(the tests still running)", command=[], harness="make check",
+                    skipped=f"{UNFINISHED}: the harness was still running at its overall limit (600 s)")
+    assert not_tested(True, [passed], None) is None
+    assert "did not finish" in not_tested(True, [passed, hung], None)

@@ -31,12 +31,11 @@ from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof import harness_records as records
 from crossbuild.proof import slowdown
-from crossbuild.proof.smoke import SmokeRun
+from crossbuild.proof.smoke import UNFINISHED, SmokeRun
 from crossbuild.proof.target_run import runner_argv
 from crossbuild.proof.triage import triage
 
 JOBS = min(os.cpu_count() or 1, 4)  # tests side by side, as the build's own jobs
-UNFINISHED = "not finished"
 _ABSOLUTE = re.compile(r"/[^\s\"';=,:]+")  # an absolute path inside a command argument (`-DCLI=/ws/build/x`)
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from crossbuild.proof.smoke import UNFINISHED
+
 if TYPE_CHECKING:
     from crossbuild.proof.exercise import ProbeRun
     from crossbuild.proof.smoke import SmokeRun
@@ -88,7 +90,7 @@ def not_tested(run_tests: bool, runs: list[SmokeRun], tests_off: str | None) -> 
     if tests_off:
         return tests_off
     harnessed = [r for r in runs if r.harness]
-    if any(r.skipped and r.skipped.startswith("not finished") for r in harnessed):
+    if any(r.skipped and r.skipped.startswith(UNFINISHED) for r in harnessed):
         return f"the project's {harnessed[0].harness} did not finish within its overall limit"
     if harnessed and passed and not any(r.passed and r.on_target for r in harnessed):
         return (f"no test of the project's {harnessed[0].harness} that passed starts a target program (their "
