@@ -33,6 +33,28 @@ class BuildStep:
         return " ".join(self.argv) + ("" if self.cwd == "." else f"   (in {self.cwd})")
 
 
+def make_goals(argv: Sequence[str]) -> list[str]:
+    """The goals a make command names (not its options, their values, nor its VARIABLE=value arguments)."""
+    goals, skip = [], False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+        elif arg in ("-C", "-f", "-o", "-W", "-I", "--directory", "--file"):
+            skip = True
+        elif not arg.startswith("-") and "=" not in arg and not arg.isdigit():
+            goals.append(arg)
+    return goals
+
+
+def make_folder(step: BuildStep) -> str:
+    """The folder a make step reads its Makefile in: its cwd, or the folder -C names."""
+    argv = list(step.argv)
+    for i, arg in enumerate(argv[:-1]):
+        if arg in ("-C", "--directory"):
+            return str(Path(step.cwd) / argv[i + 1])
+    return step.cwd
+
+
 class NoBuildSystemError(ValueError):
     pass
 

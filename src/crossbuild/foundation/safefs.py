@@ -459,6 +459,25 @@ def drop_escaping_links(tree_fd: int) -> list[tuple[str, str]]:
     return dropped
 
 
+def is_regular(anchor: str | Path, rel: str | Path) -> bool:
+    """Whether ANCHOR/REL is a regular file, no link followed on the way nor at the end."""
+    parts = _parts(rel)
+    try:
+        with open_dir(anchor, _parent(parts)) as dfd:
+            return stat.S_ISREG(os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False).st_mode)
+    except (OSError, IndexError):
+        return False
+
+
+def is_dir(anchor: str | Path, rel: str | Path) -> bool:
+    """Whether ANCHOR/REL is a folder reached without following a link."""
+    try:
+        with open_dir(anchor, rel):
+            return True
+    except OSError:
+        return False
+
+
 def lexists(anchor: str | Path, rel: str | Path) -> bool:
     """Whether ANCHOR/REL exists (a link counts as itself), no link followed on the way."""
     parts = _parts(rel)

@@ -22,15 +22,17 @@ import os
 import platform
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof import harness_records as records
-from crossbuild.proof import slowdown
+from crossbuild.proof import make_goal, slowdown
 from crossbuild.proof.smoke import UNFINISHED, SmokeRun
 from crossbuild.proof.target_run import runner_argv
 from crossbuild.proof.triage import triage
@@ -46,14 +48,20 @@ class Harness:
     cwd: Path
     options: tuple[str, ...] = ()  # filled in when it runs: {jobs}, {limit} (one test's, s), {scale} (slowdown)
     listing: tuple[str, ...] = ()  # the command that prints its tests' commands as JSON (none for automake)
+    env: tuple[tuple[str, str], ...] = ()  # the recorded step's own environment (a Makefile's test goal)
 
 
 def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: Toolchain, box: Sandbox,
-                 timeout: float, log_dir: Path, dependency_lib_dirs: list[str]) -> list[SmokeRun]:
+                 timeout: float, log_dir: Path, dependency_lib_dirs: list[str], steps: Sequence[BuildStep] = (),
+                 goals_only: bool = False) -> list[SmokeRun]:
     """The tests of ROOT's harness run on TARGET in BOX (the test programs' sandbox), each under TIMEOUT times the
     emulator's slowdown; none when there is no harness, it found no test, or the target's programs cannot run here
-    (then the test-like executables are run bare, smoke.py, and say why), or none of its tests ran."""
-    harness = find(root)
+    (then the test-like executables are run bare, smoke.py, and say why), or none of its tests ran. Without a
+    harness of its own, a plain Makefile's test goal, run with the build's recorded make step STEPS (make_goal.py);
+    GOALS_ONLY: only that (the steps left the test goals out, and nothing else turned the tests off)."""
+    harness = None if goals_only else find(root)
+    if harness is None and box.exec_handler is not None:  # its tie is qemu's own record: binfmt must start qemu
+        harness = _make_goal(steps, toolchain.workspace)
     executables = {path for a in artifacts if a["ok"] and a["kind"] == "executable" and not a.get("member_of")
                    for path in (str(root / a["path"]), os.path.realpath(root / a["path"]))}
     # a script or libtool wrapper starts target programs: only where the sandbox hands them to qemu (binfmt)
@@ -67,6 +75,16 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     scale = slowdown.factor(target)
     env = _environment(toolchain, [*lib_dirs, *dependency_lib_dirs])
     commands = _listing(harness, box, env, log_dir)
+    if harness.name == make_goal.HARNESS:
+        evidence = make_goal.evidence_folder(toolchain.scratch)
+        env |= {**dict(harness.env), **make_goal.evidence_env(evidence)}
+        runs = run(harness, root, box, env, timeout * scale, scale, log_dir, toolchain.workspace)
+        started = make_goal.programs_started(evidence)
+        for r in runs:
+            r.on_target = started > 0
+            r.why = r.why if not r.passed else f"{started} target program run(s) under qemu"
+        # a goal that started no target program proved nothing about the target: the executables say what they can
+        return runs if started and any(not r.skipped for r in runs) else []
     runs = run(harness, root, box, env, timeout * scale, scale, log_dir, toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie(runs, harness, commands, executables | emulator)
@@ -76,14 +94,14 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
 
 def find(root: Path) -> Harness | None:
     """The harness a build folder ROOT has, from the files its build system wrote there, or None."""
-    if _regular(root, "CTestTestfile.cmake") and (ctest := host.find_tool("ctest")):
+    if safefs.is_regular(root, "CTestTestfile.cmake") and (ctest := host.find_tool("ctest")):
         return Harness("ctest", [ctest, "--verbose", "--no-tests=ignore"], root, ("-j{jobs}", "--timeout", "{limit}"),
                        (ctest, "--show-only=json-v1"))
-    if _regular(root, "meson-private/coredata.dat") and (meson := host.find_tool("meson")):
+    if safefs.is_regular(root, "meson-private/coredata.dat") and (meson := host.find_tool("meson")):
         return Harness("meson test", [meson, "test", "--no-rebuild", "--print-errorlogs"], root,
                        ("--num-processes", "{jobs}", "--timeout-multiplier", "{scale}"),
                        (meson, "introspect", "--tests"))
-    if _regular(root, "Makefile") and _has_check_tests(root):
+    if safefs.is_regular(root, "Makefile") and _has_check_tests(root):
         return Harness("make check", ["make", "-k", "check"], root, ("-j{jobs}",))
     return None
 
@@ -104,6 +122,15 @@ def run(harness: Harness, root: Path, box: Sandbox, env: dict[str, str], limit: 
     unfinished: list[str] = []
     if harness.name == "ctest":
         runs, unfinished = records.ctest(console)
+    elif harness.name == make_goal.HARNESS:  # the goal is one test: its exit status
+        goal = SmokeRun(path=" ".join(["make", *harness.argv[-1:]]), command=argv, harness=harness.name,
+                        exit_code=res.returncode, passed=res.ok, duration_s=round(res.duration_s, 3),
+                        output_tail="\n".join(console[-40:]))
+        if res.stopped:  # crossbuild's limit on the whole goal: not finished, not failed
+            goal.skipped = f"{UNFINISHED}: the goal was still running at its overall limit ({res.duration_s:.0f} s)"
+        elif not goal.passed:
+            _judge(goal, limit, scale, within)
+        return [goal]
     elif harness.name == "meson test":
         runs = records.meson(root, started)
     else:
@@ -144,6 +171,14 @@ def tie(runs: list[SmokeRun], harness: Harness, commands: dict[str, list[str]], 
         r.on_target = any(path in target_programs for arg in command for path in _ABSOLUTE.findall(arg))
 
 
+def _make_goal(steps: Sequence[BuildStep], workspace: Path) -> Harness | None:
+    """A plain Makefile's test goal as a harness: the recorded make step, its goals replaced (make_goal.py)."""
+    goal = make_goal.find(steps, workspace)
+    if goal is None or not safefs.is_dir(workspace, goal.cwd):
+        return None
+    return Harness(make_goal.HARNESS, goal.argv, workspace / goal.cwd, env=goal.env)
+
+
 def _environment(toolchain: Toolchain, lib_dirs: list[str]) -> dict[str, str]:
     """The build environment, and the target's library folders for target programs only: qemu sets them in the
     program's environment (QEMU_SET_ENV). LD_LIBRARY_PATH itself would reach the host programs that start the
@@ -176,15 +211,6 @@ def _judge(r: SmokeRun, limit: float, scale: float, within: Path) -> None:
     if r.exit_code is None and not r.stopped and verdict.why == "exit None":
         r.why = f"{r.harness} reported it failed"
     r.needs_arguments = verdict.kind == "usage"
-
-
-def _regular(root: Path, rel: str) -> bool:
-    """Whether REL is a regular file below ROOT, reached without links."""
-    try:
-        os.close(safefs.open_regular(root, rel))
-        return True
-    except OSError:
-        return False
 
 
 def _has_check_tests(root: Path) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from pathlib import Path
 
 from crossbuild.foundation import safefs
@@ -142,7 +141,7 @@ class ProbeRecords:
         if build in self._cmake:
             return self._cmake[build]
         names: dict[str, int] | None = None
-        if self._is_file(build, CMAKE_CACHE):
+        if safefs.is_regular(self.root, f"{build or '.'}/{CMAKE_CACHE}"):
             names = {}
             for log in CMAKE_LOGS:
                 found = self._read(build, log)
@@ -168,10 +167,3 @@ class ProbeRecords:
                     mtime = os.fstat(f.fileno()).st_mtime_ns
                     self._files[path] = (f.read(MAX_RECORD_BYTES).decode("utf-8", errors="replace"), mtime)
         return self._files[path]
-
-    def _is_file(self, build: str, rel: str) -> bool:
-        try:
-            with safefs.open_dir(self.root, build or ".") as dfd:
-                return stat.S_ISREG(os.stat(rel, dir_fd=dfd, follow_symlinks=False).st_mode)
-        except OSError:
-            return False

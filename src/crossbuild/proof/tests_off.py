@@ -91,12 +91,14 @@ def _test_switch(arg: str, *, variables: bool = True) -> tuple[str, bool] | None
     return (name.lower().replace("-", "_"), _option_off(name, value)) if _is_test_switch(name) else None
 
 
-def tests_switched_off(steps: Sequence[BuildStep], *, root: Path | None = None) -> str | None:
+def tests_switched_off(steps: Sequence[BuildStep], *, root: Path | None = None,
+                       goals_left_out: bool = True) -> str | None:
     """A one-line reason naming the arguments of STEPS (the build's recorded commands) that turned the project's
     tests or test goals off — `tests not built: -DBUILD_TESTING=OFF (configure step)` — else None. The last setting
     of a switch counts (a later -DBUILD_TESTING=ON turns it back on). Also: `cmake --build DIR --target ...` naming
     only targets that are not tests, when no step built DIR's default goal; and, with the workspace ROOT to read the
-    Makefiles from, make steps naming goals that leave out test goals of the Makefile's default goal."""
+    Makefiles from, make steps naming goals that leave out test goals of the Makefile's default goal (unless not
+    GOALS_LEFT_OUT: the verifier can run those goals itself, harness.py)."""
     found: dict[tuple[str, str], tuple[str, str] | None] = {}  # (tool, switch) -> (argument, step) while off
     for step in steps:
         tool, label, args = _arguments(step.argv)
@@ -112,7 +114,7 @@ def tests_switched_off(steps: Sequence[BuildStep], *, root: Path | None = None) 
         reasons.setdefault(label, []).append(arg)
     parts = [f"{', '.join(dict.fromkeys(args))} ({label})" for label, args in reasons.items()]
     parts += _named_cmake_targets(steps)
-    if root is not None:
+    if root is not None and goals_left_out:
         parts += _make_goals_leaving_out_tests(steps, root)
     return "tests not built: " + "; ".join(parts) if parts else None
 
@@ -130,7 +132,7 @@ def _arguments(argv: Sequence[str]) -> tuple[str, str, list[str]]:
     if name == "configure":
         return "configure", "configure step", argv[1:]
     if name in ("make", "gmake"):
-        goals = _make_goals(argv)
+        goals = recipes.make_goals(argv)
         which = "install" if "install" in goals else "check" if "check" in goals else "build"
         return "make", f"{which} step", argv[1:]
     return "other", "", []
@@ -140,28 +142,6 @@ def _automake_check(arg: str, args: list[str]) -> bool:
     """`make check TESTS=`: automake's way to build the check programs and run none of them (the verifier runs
     them), not a way to leave them out."""
     return arg == "TESTS=" and "check" in args
-
-
-def _make_goals(argv: Sequence[str]) -> list[str]:
-    """The goals a make command names (not its options, their values, nor its VARIABLE=value arguments)."""
-    goals, skip = [], False
-    for arg in argv[1:]:
-        if skip:
-            skip = False
-        elif arg in ("-C", "-f", "-o", "-W", "-I", "--directory", "--file"):
-            skip = True
-        elif not arg.startswith("-") and "=" not in arg and not arg.isdigit():
-            goals.append(arg)
-    return goals
-
-
-def _make_folder(step: BuildStep) -> str:
-    """The folder a make step reads its Makefile in: its cwd, or the folder -C names."""
-    argv = list(step.argv)
-    for i, arg in enumerate(argv[:-1]):
-        if arg in ("-C", "--directory"):
-            return str(Path(step.cwd) / argv[i + 1])
-    return step.cwd
 
 
 def _named_cmake_targets(steps: Iterable[BuildStep]) -> list[str]:
@@ -200,9 +180,9 @@ def _make_goals_leaving_out_tests(steps: Sequence[BuildStep], root: Path) -> lis
     builds: dict[str, list[list[str]]] = {}
     for step in steps:
         if step.argv and Path(step.argv[0]).name in ("make", "gmake"):
-            goals = _make_goals(step.argv)
+            goals = recipes.make_goals(step.argv)
             if not set(goals) & (_NOT_BUILDS | {"check"}):
-                builds.setdefault(_make_folder(step), []).append(goals)
+                builds.setdefault(recipes.make_folder(step), []).append(goals)
     out = []
     for folder, runs in builds.items():
         if any(not goals for goals in runs):

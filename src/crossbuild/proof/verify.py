@@ -209,7 +209,10 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
 
     # the recorded steps that turned tests off: such a verdict cannot be `tested`
     taken = steps_taken if steps_taken is not None else rebuild_steps or []
-    switched_off = tests_off.tests_switched_off(taken, root=toolchain.workspace if toolchain else None)
+    workspace = toolchain.workspace if toolchain else None
+    switched_off = tests_off.tests_switched_off(taken, root=workspace)
+    # what the verifier cannot undo: make's test goals left out of the build it runs itself (harness.py)
+    blocking = tests_off.tests_switched_off(taken, root=workspace, goals_left_out=False)
     if run_tests:
         build_box = box or _default_box(root, toolchain)
         box = test_program_box(build_box, target)
@@ -221,9 +224,12 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             deps = [str(d) for d in (toolchain.prefix / "lib", toolchain.prefix / "lib64") if d.is_dir()]
             # the project's own harness when it has one and found tests; else its test-like executables, bare.
             # Not when the steps left tests out: it would run tests whose programs were never built.
-            report.smoke_runs = [] if switched_off else harness_runs(root, target, report.artifacts, toolchain, box,
-                                                                     smoke_timeout_s, log_dir, deps)
+            report.smoke_runs = [] if blocking else harness_runs(root, target, report.artifacts, toolchain, box,
+                                                                 smoke_timeout_s, log_dir, deps, taken,
+                                                                 goals_only=bool(switched_off))
             report.harness = report.smoke_runs[0].harness if report.smoke_runs else None
+            if any(r.passed and r.on_target for r in report.smoke_runs):
+                switched_off = blocking  # the test goals the build left out ran on the target
             if not report.smoke_runs:
                 report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, log_dir, deps,
                                                source=toolchain.workspace / rebuild_source,

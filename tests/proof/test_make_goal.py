@@ -1,0 +1,124 @@
+"""A plain Makefile's own test goal (bzip2's `make check`) runs on the target after the build, with the build's own
+make variables (`crossbuild build` with the planner, as a user runs it): the planner leaves the goal out of the
+build, the verifier runs it where binfmt hands target programs to qemu, and the goal counts as a test only when
+qemu's own record shows that it started a target program. Also: which goal, and the command, from the recorded
+step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crossbuild.env.recipes import BuildStep
+from crossbuild.proof import make_goal
+from tests.conftest import cb, outcome_of
+
+TARGET = "aarch64-linux-musl"
+# like bzip2's: the default goal runs the tests, the compiler is make's variable, `check` only names `test`
+MAKEFILE = """CC = gcc
+AR = ar
+all: libhsum.a hsumtool test
+
+libhsum.a: hsum.o
+\t$(AR) rcs $@ hsum.o
+
+hsumtool: tool.o libhsum.a
+\t$(CC) -o $@ tool.o libhsum.a
+
+%.o: %.c
+\t$(CC) -c -o $@ $<
+
+check: test
+test: hsumtool
+\tRECIPE
+
+install: hsumtool
+\tmkdir -p $(PREFIX)/bin && cp hsumtool $(PREFIX)/bin/
+
+.PHONY: all check test install
+"""
+LIBRARY = "int hsum(int a, int b) { return a + b; }\n"
+TOOL = """#include <stdio.h>
+#include <stdlib.h>
+int hsum(int, int);
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: hsumtool A B\\n"); return 2; }
+    printf("%d\\n", hsum(atoi(argv[1]), atoi(argv[2])));
+    return 0;
+}
+"""
+
+
+def _project(tmp_path: Path, recipe: str) -> Path:
+    src = tmp_path / "plainsum"
+    src.mkdir()
+    (src / "Makefile").write_text(MAKEFILE.replace("RECIPE", recipe))
+    (src / "hsum.c").write_text(LIBRARY)
+    (src / "tool.c").write_text(TOOL)
+    return src
+
+
+def _build(tmp_path: Path, src: Path) -> dict:
+    r = cb("build", str(src), "-t", TARGET, "-w", str(tmp_path / "ws"), "--db", str(tmp_path / "runs.db"), "--json",
+           "--require", "built", cwd=tmp_path, timeout=1800)
+    return outcome_of(r.stdout)
+
+
+@pytest.mark.slow
+def test_the_test_goal_the_build_left_out_runs_on_the_target_and_makes_it_tested(tmp_path):
+    out = _build(tmp_path, _project(tmp_path, '[ "$$(./hsumtool 20 22)" = 42 ]'))
+    report = out["verify"]
+    assert out["status"] == "verified", out["message"]
+    assert report["harness"] == "Makefile", report["smoke_runs"]
+    [run] = report["smoke_runs"]
+    assert run["path"] == "make check" and run["passed"], run
+    assert report["proof"] == "tested", report["proof_why"]
+    # the build's own compiler, not the Makefile's gcc: the program the goal ran is the aarch64 one
+    assert (tmp_path / "ws" / "src" / "hsumtool").read_bytes()[18] == 183  # e_machine EM_AARCH64
+
+
+@pytest.mark.slow
+def test_a_test_goal_that_fails_on_the_target_fails_the_verdict_with_its_message(tmp_path):
+    out = _build(tmp_path, _project(tmp_path, 'out=$$(./hsumtool 20 22); [ "$$out" = 43 ] || '
+                                              '{ echo "hsum: expected 43, got $$out"; exit 1; }'))
+    assert out["status"] != "verified"
+    [run] = out["verify"]["smoke_runs"]
+    assert not run["passed"] and "hsum: expected 43, got 42" in run["why"], run
+    assert "Makefile test make check failed" in out["message"]
+
+
+@pytest.mark.slow
+def test_a_test_goal_that_starts_no_target_program_proves_nothing(tmp_path):
+    """The goal passes, but only the build machine's shell ran: qemu recorded no process, so the goal is not a
+    test on the target and the verdict is not `tested`."""
+    out = _build(tmp_path, _project(tmp_path, "echo all good"))
+    report = out["verify"]
+    assert out["status"] == "verified", out["message"]
+    assert report["harness"] != "Makefile" and report["proof"] != "tested", report
+
+
+def test_the_goal_and_its_command_come_from_the_recorded_make_step(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "Makefile").write_text(MAKEFILE.replace("RECIPE", "./hsumtool 1 2"))
+    build = BuildStep(("make", "-j1", "CC=/ws/.xbuild/bin/zcc", "AR=zar", "libhsum.a", "hsumtool"), "src",
+                      env=(("CROSSBUILD_NO_WERROR", "1"),))
+    steps = [build, BuildStep(("make", "install", "PREFIX=/ws/install"), "src")]
+    goal = make_goal.find(steps, tmp_path)
+    # the build's variables and options kept, its goals replaced; `all` (which names the test) not remade
+    assert goal.argv == ["make", "-j1", "CC=/ws/.xbuild/bin/zcc", "AR=zar", "-o", "all", "-s", "check"]
+    assert goal.cwd == "src" and goal.env == (("CROSSBUILD_NO_WERROR", "1"),)
+    # a step that built the default goal: nothing to mark old
+    whole = make_goal.find([BuildStep(("make", "CC=zcc"), "src")], tmp_path)
+    assert whole.argv == ["make", "CC=zcc", "-s", "check"]
+    # a step with its own Makefile (-f) or none at all: no goal
+    assert make_goal.find([BuildStep(("make", "-f", "Makefile-libbz2_so"), "src")], tmp_path) is None
+    assert make_goal.find([BuildStep(("cmake", "--build", "build"), ".")], tmp_path) is None
+
+
+def test_a_goal_is_found_among_several_targets_of_one_rule_and_never_in_a_variable():
+    assert make_goal.defines("$(PLATS) help test clean:\n\t@cd src && $(MAKE) $@\n", "test")
+    assert make_goal.defines("check :: all\n", "check")
+    assert not make_goal.defines("TESTS = check\ncheck_x: y\n", "check")
+    assert not make_goal.defines("test := 1\n", "test")
+    assert not make_goal.defines("# test: commented out\n", "test")
