@@ -38,6 +38,9 @@ from crossbuild.proof.target_run import runner_argv
 from crossbuild.proof.triage import triage
 
 JOBS = min(os.cpu_count() or 1, 4)  # tests side by side, as the build's own jobs
+# a harness's test is often a whole suite (libgit2's `offline`, libxml2's `testapi`), not one program: its base limit
+# is at least this (CTest's own default is 1,500 s), times the emulator's slowdown, within the harness's overall limit
+SUITE_S = 300.0
 _ABSOLUTE = re.compile(r"/[^\s\"';=,:]+")  # an absolute path inside a command argument (`-DCLI=/ws/build/x`)
 
 
@@ -54,9 +57,10 @@ class Harness:
 def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: Toolchain, box: Sandbox,
                  timeout: float, log_dir: Path, dependency_lib_dirs: list[str], steps: Sequence[BuildStep] = (),
                  goals_only: bool = False) -> list[SmokeRun]:
-    """The tests of ROOT's harness run on TARGET in BOX (the test programs' sandbox), each under TIMEOUT times the
-    emulator's slowdown; none when there is no harness, it found no test, or the target's programs cannot run here
-    (then the test-like executables are run bare, smoke.py, and say why), or none of its tests ran. Without a
+    """The tests of ROOT's harness run on TARGET in BOX (the test programs' sandbox), each under TIMEOUT (at least
+    SUITE_S) times the emulator's slowdown; none when there is no harness, it found no test, or the target's
+    programs cannot run here (then the test-like executables are run bare, smoke.py, and say why), or none of its
+    tests ran. Without a
     harness of its own, a plain Makefile's test goal, run with the build's recorded make step STEPS (make_goal.py);
     GOALS_ONLY: only that (the steps left the test goals out, and nothing else turned the tests off)."""
     harness = None if goals_only else find(root)
@@ -78,14 +82,14 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     if harness.name == make_goal.HARNESS:
         evidence = make_goal.evidence_folder(toolchain.scratch)
         env |= {**dict(harness.env), **make_goal.evidence_env(evidence)}
-        runs = run(harness, root, box, env, timeout * scale, scale, log_dir, toolchain.workspace)
+        runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
         started = make_goal.programs_started(evidence)
         for r in runs:
             r.on_target = started > 0
             r.why = r.why if not r.passed else f"{started} target program run(s) under qemu"
         # a goal that started no target program proved nothing about the target: the executables say what they can
         return runs if started and any(not r.skipped for r in runs) else []
-    runs = run(harness, root, box, env, timeout * scale, scale, log_dir, toolchain.workspace)
+    runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie(runs, harness, commands, executables | emulator)
     # tests all skipped or not built (BUILD_TESTING off leaves CTest's file): the executables say what they can
