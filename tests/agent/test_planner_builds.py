@@ -1153,3 +1153,35 @@ def test_googletest_sources_debian_ships_under_usr_src_are_provided_and_the_test
     assert "[  PASSED  ] 1 test" in runs[0]["output_tail"]
     assert out["verify"]["proof"] == "tested"
     assert not Path("/usr/src/googletest").exists(), "the host is untouched"
+
+
+RACY_MAKEFILE = """CC = gcc
+all: stamp racy
+
+stamp:
+\tsleep 2 && touch stamp
+
+racy: racy.c
+\ttest -f stamp && $(CC) -o racy racy.c
+
+install: racy
+\tmkdir -p $(PREFIX)/bin && cp racy $(PREFIX)/bin/
+
+.PHONY: all install
+"""
+
+
+@pytest.mark.slow
+def test_a_makefile_whose_rules_race_in_parallel_is_built_again_serially(tmp_path):
+    """`racy` needs `stamp` without saying so: with two jobs it fails (lua5.4's Makefile links one library twice at
+    once), with one it builds. No knowledge-base entry names such a failure: the planner's last resort before
+    giving up is the same step run serially, and the summary says so."""
+    project = tmp_path / "racy"
+    project.mkdir()
+    (project / "Makefile").write_text(RACY_MAKEFILE)
+    (project / "racy.c").write_text("int main(void) { return 0; }\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "--jobs", "2")
+    assert out["status"] == "verified", out["message"]
+    assert "built again serially (-j1)" in out["message"]
+    commands = _commands(tmp_path / "runs.db", out["run_id"])
+    assert any(c.startswith("make -j2 ") for c in commands) and any(c.startswith("make -j1 ") for c in commands)

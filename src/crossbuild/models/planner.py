@@ -70,6 +70,7 @@ class PlannerState:
     # split: "" (not tried) | "asked" (build_status asked for the targets) | "trying" | "done" | "failed"
     split: str = ""
     split_from: dict[str, Any] = field(default_factory=dict)  # the failed build step, its result's data and entry
+    serial: bool = False  # a parallel make build that failed was run again serially (_serially)
     tests_on: str = ""  # "" | "asked" | "done": whether the CMake project's tests off by default were looked for
     # entries whose fixes that turn tests off were held back while others were tried: the last resort, when the
     # failure comes back with nothing attached (a dependency for an example could not be built)
@@ -413,6 +414,8 @@ class Planner:
         held, s.held_kb = s.held_kb, []
         if held and self._rebuild_with_fixes(held):
             return
+        if self._serially(step, first):
+            return
         s.phase = "blocked"
         if s.attempts >= self.max_attempts and data.get("kb"):
             s.blocked_reason = f"still failing after {self.max_attempts} rounds of fixes"
@@ -421,6 +424,21 @@ class Planner:
         s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); knowledge-base entries attached: "
                             f"{attached}; no fix left that the planner can apply."
                             + (f" Full log: {data['log']}" if data.get("log") else ""))
+
+    def _serially(self, step: dict[str, Any], first: str) -> bool:
+        """A parallel make build that failed with no fix left: once, the same step serially (-j1), as Debian builds
+        a package whose Makefile's rules race (two jobs linking one library: `ln: ... File exists`). True when it
+        will run again."""
+        s = self.state
+        argv = step["argv"]
+        parallel = [a for a in argv if re.fullmatch(r"-j\d*", a) and a != "-j1"]
+        if s.serial or step["phase"] != "build" or argv[:1] != ["make"] or not parallel:
+            return False
+        s.serial = True
+        step["argv"] = ["-j1" if a in parallel else a for a in argv]
+        s.notes.append(f"`{shlex.join(argv[:2])}` failed built in parallel ({first[:120]}): built again serially "
+                       "(-j1)")
+        return True
 
     def _split_first(self, step: dict[str, Any], data: dict[str, Any], first: str) -> bool:
         """Test or example programs of a CMake build failed to build, and the fixes attached would turn them off:
