@@ -327,3 +327,14 @@ def test_pie_compiles_position_independent_and_links_executables_as_pie():
     assert "-pie" not in plan(["main.c", "-o", "prog.exe"], fmt="pe").commands[0]  # Windows programs: no
     assert "-pie" not in rewrite_cc(["a.o", "-o", "prog"], driver="cc", zig="zig", zig_target="aarch64-linux-musl",
                                     arch="aarch64", binary_format="elf", bindir="/b").commands[0]  # off by default
+
+
+@pytest.mark.slow
+def test_real_preprocessor_defines_passed_through_wp_compile(aarch64, tmp_path):
+    """Hardening flags written for gcc (`-Wp,-D_FORTIFY_SOURCE=2`, admesh's configure adds them): zig refuses a
+    define after -Wp ("unsupported preprocessor arg"); gcc passes it to the preprocessor, and so does zcc."""
+    src(tmp_path, "f.c", "#if _FORTIFY_SOURCE != 2 || !defined(EXTRA)\n#error not defined\n#endif\nint f;\n")
+    r = run_in(aarch64, [str(aarch64.tool("zcc")), "-O2", "-Wp,-D_FORTIFY_SOURCE=2,-DEXTRA", "-c", "f.c", "-o",
+                         "f.o"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert elf_of(tmp_path / "f.o").header["e_machine"] == "EM_AARCH64"

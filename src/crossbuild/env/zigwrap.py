@@ -159,6 +159,11 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
                 plan.notes.append(f"{arg} -> {new or 'dropped'}")
                 if new:
                     out.append(new)
+        elif arg.startswith("-Wp,") and all(p.startswith(("-D", "-U")) and len(p) > 2 for p in arg[4:].split(",")):
+            # `-Wp,-D_FORTIFY_SOURCE=2` (hardening flags written for gcc): zig's driver takes only -MD/-MMD after
+            # -Wp, and refuses the rest ("unsupported preprocessor arg"). gcc hands these to its preprocessor as is.
+            out += arg[4:].split(",")
+            plan.notes.append(f"{arg} -> {' '.join(arg[4:].split(','))}")
         elif arg.startswith("-Wl,"):
             kept = _filter_linker_flags(arg[4:].split(","), plan)
             if kept:
