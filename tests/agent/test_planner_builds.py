@@ -276,6 +276,57 @@ def test_an_optional_feature_whose_dependency_cannot_be_had_is_turned_off_and_sa
     assert "built without Frobnicate" in shown.stdout
 
 
+OPENMP_PROJECT = """cmake_minimum_required(VERSION 3.16)
+project(omp C)
+option(USE_OPENMP "Build with OpenMP" ON)
+add_executable(omp main.c)
+if(USE_OPENMP)
+  find_package(OpenMP REQUIRED)
+  target_link_libraries(omp OpenMP::OpenMP_C)
+endif()
+install(TARGETS omp)
+"""
+
+
+@pytest.mark.slow
+def test_openmp_which_zig_cannot_give_is_turned_off_by_the_projects_own_option(tmp_path):
+    """zig has no OpenMP runtime: FindOpenMP reports the C component missing (`Could NOT find OpenMP_C`), which no
+    Debian package cross-builds; the project's switch is named after the package (dmlc-core's USE_OPENMP)."""
+    project = tmp_path / "omp"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(OPENMP_PROJECT)
+    (project / "main.c").write_text("int main(void){return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", out["message"]
+    assert "built without OpenMP_C: USE_OPENMP=OFF" in out["message"]
+
+
+OWN_CHECK_PROJECT = """cmake_minimum_required(VERSION 3.16)
+project(ownz C)
+find_library(Z_LIBRARY z)
+if(NOT Z_LIBRARY)
+  message(FATAL_ERROR "libz not found.")
+endif()
+add_executable(ownz main.c)
+target_link_libraries(ownz ${Z_LIBRARY})
+install(TARGETS ownz)
+"""
+
+
+@pytest.mark.slow
+def test_a_library_the_projects_own_check_did_not_find_is_cross_built_into_the_prefix(tmp_path):
+    """czmq's CMakeLists looks for libzmq itself and stops with its own message (`libzmq not found.`), which no
+    find_package wording names: the library is resolved through Debian's index and cross-built first."""
+    project = tmp_path / "ownz"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(OWN_CHECK_PROJECT)
+    (project / "main.c").write_text("int zlibVersion(void);\nint main(void){return zlibVersion() ? 0 : 1;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", out["message"]
+    calls = _dependency_calls(tmp_path / "runs.db", out["run_id"])
+    assert calls and calls[0]["ok"] and calls[0]["data"]["source"] == "zlib", calls
+
+
 FEATURES = ("Frobnicate", "Quuxify", "Zorblax", "Wibblify")
 
 

@@ -657,8 +657,12 @@ def _system_choices(names: list[str], choices: dict[str, dict[str, str]]) -> dic
 
 def feature_option_pattern(dependency: str) -> str | None:
     """Option names that switch off the feature needing DEPENDENCY, in the conventions projects use: LibLZMA ->
-    LIBXML2_WITH_LZMA, ENABLE_LZMA, USE_LIBLZMA...; OpenSSL -> USE_OPENSSL; zstd.h -> WITH_ZSTD."""
+    LIBXML2_WITH_LZMA, ENABLE_LZMA, USE_LIBLZMA...; OpenSSL -> USE_OPENSSL; zstd.h -> WITH_ZSTD; OpenMP_C ->
+    USE_OPENMP."""
     base = re.sub(r"\.(h|hpp|pc)$", "", dependency.rsplit("/", 1)[-1].removeprefix("debian:"))
+    # CMake reports a package's per-language result (FindOpenMP's OpenMP_C, FindMPI's MPI_CXX): the option is named
+    # after the package (USE_OPENMP)
+    base = re.sub(r"_(C|CXX|Fortran)$", "", base)
     words = {w for w in {base, re.sub(r"^lib", "", base, flags=re.IGNORECASE)} if len(w) >= 2}
     words |= {w.rstrip("0123456789") for w in words if len(w.rstrip("0123456789")) >= 2}
     if not words:
