@@ -327,6 +327,56 @@ def test_a_library_the_projects_own_check_did_not_find_is_cross_built_into_the_p
     assert calls and calls[0]["ok"] and calls[0]["data"]["source"] == "zlib", calls
 
 
+TEST_NEEDS_HEADER = """cmake_minimum_required(VERSION 3.16)
+project(zver C)
+enable_testing()
+add_library(zver zver.c)
+add_executable(zver_test tests/zver_test.c)
+target_link_libraries(zver_test zver)
+find_package(ZLIB)  # only the tests use it
+if(ZLIB_FOUND)
+  target_link_libraries(zver_test ZLIB::ZLIB)
+endif()
+add_test(NAME zver_test COMMAND zver_test)
+install(TARGETS zver)
+"""
+
+
+@pytest.mark.slow
+def test_a_library_only_the_tests_need_is_built_before_the_tests_are_left_out(tmp_path):
+    """spdlog's tests include <catch2/catch.hpp>, which Debian removed from the source: the test program failed to
+    build and the planner built the library alone, so nothing ran on the target. A header a Debian package
+    provides is cross-built into the prefix first, and the tests then build and run."""
+    project = tmp_path / "zver"
+    (project / "tests").mkdir(parents=True)
+    (project / "CMakeLists.txt").write_text(TEST_NEEDS_HEADER)
+    (project / "zver.c").write_text("int zver(void) { return 1; }\n")
+    (project / "tests" / "zver_test.c").write_text(
+        "#include <zlib.h>\n#include <string.h>\nint zver(void);\n"
+        "int main(void) { return strlen(ZLIB_VERSION) > 0 && zver() == 1 ? 0 : 1; }\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "--prefix", str(tmp_path / "prefix"))
+    assert out["status"] == "verified", out["message"]
+    assert "tests not built" not in out["message"], out["message"]
+    assert out["verify"]["proof"] == "tested", out["verify"]["proof_why"]
+    calls = _dependency_calls(tmp_path / "runs.db", out["run_id"])
+    assert calls and calls[0]["data"]["source"] == "zlib", calls
+
+
+@pytest.mark.slow
+def test_tests_that_still_fail_to_build_with_the_library_built_are_left_out_and_said(tmp_path):
+    """The same tests, not told where the library is (no find_package): built, the library did not help, and the
+    project's other targets are then built by name, as before, with the tests' failure said."""
+    project = tmp_path / "zver"
+    (project / "tests").mkdir(parents=True)
+    (project / "CMakeLists.txt").write_text(TEST_NEEDS_HEADER.split("find_package")[0] + "install(TARGETS zver)\n")
+    (project / "zver.c").write_text("int zver(void) { return 1; }\n")
+    (project / "tests" / "zver_test.c").write_text("#include <zlib.h>\nint main(void) { return 0; }\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "--prefix", str(tmp_path / "prefix"))
+    assert out["status"] == "verified", out["message"]
+    assert "applied header-not-found: cross-build dependency zlib" in out["message"]
+    assert "built the other targets by name, without the test and example targets zver_test" in out["message"]
+
+
 FEATURES = ("Frobnicate", "Quuxify", "Zorblax", "Wibblify")
 
 

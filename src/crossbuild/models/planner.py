@@ -71,6 +71,7 @@ class PlannerState:
     split: str = ""
     split_from: dict[str, Any] = field(default_factory=dict)  # the failed build step, its result's data and entry
     serial: bool = False  # a parallel make build that failed was run again serially (_serially)
+    split_later: dict[str, Any] = field(default_factory=dict)  # tests failed to build; a dependency is tried first
     tests_on: str = ""  # "" | "asked" | "done": whether the CMake project's tests off by default were looked for
     # entries whose fixes that turn tests off were held back while others were tried: the last resort, when the
     # failure comes back with nothing attached (a dependency for an example could not be built)
@@ -443,12 +444,22 @@ class Planner:
     def _split_first(self, step: dict[str, Any], data: dict[str, Any], first: str) -> bool:
         """Test or example programs of a CMake build failed to build, and the fixes attached would turn them off:
         first build the project's other targets by name (build_status reads them from build.ninja), so the library
-        is built and the tests' failure said; the fixes wait, for when that fails too. True when it will."""
+        is built and the tests' failure said; the fixes wait, for when that fails too. Not while a dependency an
+        attached entry names is untried: the tests may only need it. True when it will."""
         s = self.state
         entry = next((k["id"] for k in data.get("kb") or [] for a in k.get("actions", [])
                       if a.get("turns_tests_off") and a["kind"] in ("disable_option", "cmake_args")), None)
-        if s.system != "cmake" or s.split or not entry or step["argv"][:2] != ["cmake", "--build"]:
+        if s.system != "cmake" or s.split or step["argv"][:2] != ["cmake", "--build"]:
             return False
+        if entry and "build_dependency" in self.tools and any(
+                a["kind"] == "dependency" and json.dumps(a, sort_keys=True) not in s.applied
+                for k in data.get("kb") or [] for a in k.get("actions", [])):
+            s.split_later = {"data": data, "entry": entry, "first": first}
+            return False  # a library the tests need (spdlog's catch2 header) is built first; split if that fails
+        if not entry:  # the same failure after that dependency was built (shown once, it attaches nothing now)
+            if not s.split_later:
+                return False
+            data, entry, first = s.split_later["data"], s.split_later["entry"], s.split_later["first"]
         s.split = "asked"
         s.split_from = {"step": step, "data": data, "entry": entry, "first": first, "log": data.get("log", "")}
         return True
