@@ -88,6 +88,7 @@ class Planner:
         self.max_attempts = max_attempts
         self.state = PlannerState()
         self.gave_up: str | None = None  # why, once the planner is out of ideas (`--model auto` hands over then)
+        self.tools: Toolset | tuple[()] = ()  # the tools of the turn it is asked for (complete)
         self._n = 0
 
     # ---- protocol -------------------------------------------------------------------------------------------
