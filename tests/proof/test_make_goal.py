@@ -98,6 +98,24 @@ def test_a_test_goal_that_starts_no_target_program_proves_nothing(tmp_path):
     assert report["harness"] != "Makefile" and report["proof"] != "tested", report
 
 
+@pytest.mark.slow
+def test_a_test_goal_that_only_builds_its_test_program_has_that_program_run(tmp_path):
+    """libtommath's `make test` builds `./test` and runs nothing: the goal itself proves nothing, the test program
+    it built for the target is run on the target as a test-like executable."""
+    src = _project(tmp_path, "")
+    text = (src / "Makefile").read_text().replace("all: libhsum.a hsumtool test", "all: libhsum.a hsumtool")
+    text = text.replace("check: test\ntest: hsumtool\n\t\n",
+                        "check: hsum_test\nhsum_test: hsum_test.c libhsum.a\n\t$(CC) -o $@ hsum_test.c libhsum.a\n")
+    (src / "Makefile").write_text(text)
+    (src / "hsum_test.c").write_text("int hsum(int, int);\nint main(void) { return hsum(20, 22) == 42 ? 0 : 1; }\n")
+    out = _build(tmp_path, src)
+    report = out["verify"]
+    assert out["status"] == "verified", out["message"]
+    [run] = report["smoke_runs"]
+    assert run["path"] == "hsum_test" and run["passed"] and run["harness"] is None, run
+    assert report["proof"] == "tested", report["proof_why"]
+
+
 def test_the_goal_and_its_command_come_from_the_recorded_make_step(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "Makefile").write_text(MAKEFILE.replace("RECIPE", "./hsumtool 1 2"))

@@ -33,7 +33,8 @@ from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof import harness_records as records
 from crossbuild.proof import make_goal, slowdown
-from crossbuild.proof.smoke import UNFINISHED, SmokeRun
+from crossbuild.proof.artifacts import check_artifact, scan_tree
+from crossbuild.proof.smoke import UNFINISHED, SmokeRun, own_folders, smoke_runs
 from crossbuild.proof.target_run import runner_argv
 from crossbuild.proof.triage import triage
 
@@ -82,11 +83,16 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     if harness.name == make_goal.HARNESS:
         evidence = make_goal.evidence_folder(toolchain.scratch)
         env |= {**dict(harness.env), **make_goal.evidence_env(evidence)}
+        goal_start = time.time()
         runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
         started = make_goal.programs_started(evidence)
         for r in runs:
             r.on_target = started > 0
             r.why = r.why if not r.passed else f"{started} target program run(s) under qemu"
+        if not started and runs and runs[0].passed:  # it built its test programs and ran none (libtommath's)
+            built = _built_since(harness.cwd, target, goal_start, own_folders(harness.cwd, toolchain))
+            return smoke_runs(harness.cwd, target, built, box, timeout, log_dir, dependency_lib_dirs,
+                              within=toolchain.workspace) if built else []
         # a goal that started no target program proved nothing about the target: the executables say what they can
         return runs if started and any(not r.skipped for r in runs) else []
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
@@ -173,6 +179,23 @@ def tie(runs: list[SmokeRun], harness: Harness, commands: dict[str, list[str]], 
             continue
         command = commands.get(r.path) or commands.get(r.path.split(":", 1)[-1]) or []
         r.on_target = any(path in target_programs for arg in command for path in _ABSOLUTE.findall(arg))
+
+
+def _built_since(folder: Path, target: Target, since: float, prune: frozenset[str]) -> list[dict]:
+    """The executables for TARGET below FOLDER written since SINCE (a test goal's test programs), as the verifier's
+    artifact entries; links are never followed (scan_tree)."""
+    out = []
+    for a in scan_tree(folder, prune=prune).artifacts:
+        if a.kind != "executable" or a.member_of or check_artifact(a, target):
+            continue
+        try:
+            with safefs.open_dir(folder, os.path.dirname(a.path) or ".") as dfd:
+                written = os.stat(os.path.basename(a.path), dir_fd=dfd, follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if written >= since:
+            out.append({**a.to_dict(), "ok": True})
+    return out
 
 
 def _make_goal(steps: Sequence[BuildStep], workspace: Path) -> Harness | None:

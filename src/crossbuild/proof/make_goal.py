@@ -11,8 +11,10 @@ instead of the Makefile's default goal, the default goal is marked old (`-o all`
 
 A plain Makefile keeps no record of which programs a goal ran, so qemu keeps one: every qemu process opens its own
 log file (QEMU_LOG_FILENAME with %d, its pid) in a folder crossbuild made, and every target program here runs
-through qemu. The goal counts as a test on the target only when it started at least one. A build's test could write
-such files itself; this ties the goal to the target, it does not vouch for what the project's tests check."""
+through qemu. The goal counts as a test on the target only when it started at least one; a goal that passed and
+only built its test programs (libtommath's `make test` builds `./test`) has those run bare instead (harness.py).
+A build's test could write such files itself; this ties the goal to the target, it does not vouch for what the
+project's tests check."""
 
 from __future__ import annotations
 
