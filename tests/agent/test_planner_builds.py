@@ -321,7 +321,7 @@ def test_a_library_the_projects_own_check_did_not_find_is_cross_built_into_the_p
     project.mkdir()
     (project / "CMakeLists.txt").write_text(OWN_CHECK_PROJECT)
     (project / "main.c").write_text("int zlibVersion(void);\nint main(void){return zlibVersion() ? 0 : 1;}\n")
-    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "--prefix", str(tmp_path / "prefix"))
     assert out["status"] == "verified", out["message"]
     calls = _dependency_calls(tmp_path / "runs.db", out["run_id"])
     assert calls and calls[0]["ok"] and calls[0]["data"]["source"] == "zlib", calls
@@ -363,17 +363,34 @@ def test_a_library_only_the_tests_need_is_built_before_the_tests_are_left_out(tm
 
 
 @pytest.mark.slow
-def test_tests_that_still_fail_to_build_with_the_library_built_are_left_out_and_said(tmp_path):
-    """The same tests, not told where the library is (no find_package): built, the library did not help, and the
-    project's other targets are then built by name, as before, with the tests' failure said."""
+def test_the_prefix_is_searched_like_the_targets_sysroot(tmp_path):
+    """A Debian-patched project includes <zlib.h> and links -lz in its tests with no find_package (leveldb's tests
+    link `gmock gtest` so), as its cross compiler finds them in the multiarch folders: once zlib is cross-built
+    into the prefix, the compiler finds it there too."""
+    project = tmp_path / "zver"
+    (project / "tests").mkdir(parents=True)
+    (project / "CMakeLists.txt").write_text(TEST_NEEDS_HEADER.split("find_package")[0]
+                                            + "target_link_libraries(zver_test z)\ninstall(TARGETS zver)\n")
+    (project / "zver.c").write_text("int zver(void) { return 1; }\n")
+    (project / "tests" / "zver_test.c").write_text(
+        "#include <zlib.h>\nint zver(void);\nint main(void) { return zlibVersion()[0] && zver() == 1 ? 0 : 1; }\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "--prefix", str(tmp_path / "prefix"))
+    assert out["status"] == "verified", out["message"]
+    assert "applied header-not-found: cross-build dependency zlib" in out["message"]
+    assert out["verify"]["proof"] == "tested", out["verify"]["proof_why"]
+
+
+@pytest.mark.slow
+def test_tests_that_still_fail_to_build_after_the_dependency_are_left_out_and_said(tmp_path):
+    """A header no Debian package provides: the dependency cannot be had, and the project's other targets are then
+    built by name, as before, with the tests' failure said."""
     project = tmp_path / "zver"
     (project / "tests").mkdir(parents=True)
     (project / "CMakeLists.txt").write_text(TEST_NEEDS_HEADER.split("find_package")[0] + "install(TARGETS zver)\n")
     (project / "zver.c").write_text("int zver(void) { return 1; }\n")
-    (project / "tests" / "zver_test.c").write_text("#include <zlib.h>\nint main(void) { return 0; }\n")
+    (project / "tests" / "zver_test.c").write_text("#include <frobnicator_harness.h>\nint main(void) { return 0; }\n")
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "--prefix", str(tmp_path / "prefix"))
     assert out["status"] == "verified", out["message"]
-    assert "applied header-not-found: cross-build dependency zlib" in out["message"]
     assert "built the other targets by name, without the test and example targets zver_test" in out["message"]
 
 

@@ -42,6 +42,16 @@ def test_no_werror_drops_the_projects_werror_flags():
     assert "-Werror" in cmd(["-Werror", "-c", "x.c"])  # only when asked (CROSSBUILD_NO_WERROR=1)
 
 
+def test_the_prefix_is_searched_last_like_a_sysroot():
+    """Headers after every other folder (-idirafter: never in front of libc's), libraries after the project's."""
+    compile_ = cmd(["-I", "inc", "-c", "x.c", "-o", "x.o"], prefix="/p", exists=lambda p: True)
+    assert compile_[-3:] == ["-fPIE", "-idirafter", "/p/include"] and "/p/lib" not in compile_
+    link = cmd(["-L", "mine", "x.o", "-lz", "-o", "x"], prefix="/p", exists=lambda p: True)
+    assert link[-2:] == ["-L", "/p/lib"] and link.index("mine") < link.index("/p/lib")
+    assert "/p/include" not in link  # nothing to compile
+    assert "/p/include" not in cmd(["-c", "x.c"])  # without a prefix, nothing added
+
+
 def test_link_gets_undefined_version_on_elf_only():
     assert "-Wl,--undefined-version" in cmd(["x.o", "-o", "x"])
     assert "-Wl,--undefined-version" not in cmd(["x.o", "-o", "x.exe"], zig_target="x86_64-windows-gnu",

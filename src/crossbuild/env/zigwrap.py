@@ -103,11 +103,12 @@ def _translate_march(value: str, arch: str) -> str | None:
 
 def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch: str, binary_format: str,
                bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False,
-               pie: bool = False) -> Plan:
+               pie: bool = False, prefix: str | None = None) -> Plan:
     """Plan the zig call(s) for `zcc`/`zxx ARGS` (driver is "cc" or "c++"). no_werror ($CROSSBUILD_NO_WERROR=1):
     the project's -Werror flags are dropped, whatever build file added them. ELF code is compiled
     position-independent unless the project says otherwise; pie ($CROSSBUILD_PIE=1): whatever it says, and
-    executables are linked as PIE, as Debian's compilers do by default."""
+    executables are linked as PIE, as Debian's compilers do by default. PREFIX ($CROSSBUILD_PREFIX): the
+    dependencies cross-built for the target are searched last, as a cross compiler searches its sysroot's /usr."""
     plan = Plan()
 
     # Queries some configure scripts and libtool make; answer them like a non-multilib gcc would.
@@ -225,6 +226,16 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
         # (zlib's configure then silently drops its shared library).
         tail.append("-Wl,--undefined-version")
 
+    if prefix:
+        # the prefix is the target's /usr for what was cross-built into it: a Debian-patched project includes
+        # <gmock/gmock.h> and links -lgtest with no find_package, as its cross compiler finds them in the
+        # multiarch folders. Searched after everything else (-idirafter: never in front of libc's own headers;
+        # -L last: the project's own folders first).
+        include, lib = os.path.join(prefix, "include"), os.path.join(prefix, "lib")
+        if (sources or not link) and exists(include):
+            tail += ["-idirafter", include]
+        if link and (sources or out) and exists(lib):
+            tail += ["-L", lib]
     if "-c" in args and not has_output and (len(sources) > 1 or (sources and binary_format == "pe")):
         # zig merges `cc -c a.c b.c` into one a.o; gcc writes a.o and b.o. For Windows zig names the object
         # a.obj where mingw gcc writes a.o; autoconf would take the .obj for MSVC and libtool would call `lib`.
@@ -343,7 +354,8 @@ def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str
         return rewrite_cc(args, driver=tool, zig=zig, zig_target=zig_target, arch=arch,
                           binary_format=binary_format, bindir=bindir,
                           no_werror=os.environ.get("CROSSBUILD_NO_WERROR") == "1",
-                          pie=os.environ.get("CROSSBUILD_PIE") == "1")
+                          pie=os.environ.get("CROSSBUILD_PIE") == "1",
+                          prefix=os.environ.get("CROSSBUILD_PREFIX") or None)
     if tool in ("ar", "ranlib", "objcopy", "dlltool"):
         return Plan(commands=[[zig, tool, *args]])
     if tool == "ld":
