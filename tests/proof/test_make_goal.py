@@ -6,6 +6,7 @@ step."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -123,20 +124,40 @@ def test_the_goal_and_its_command_come_from_the_recorded_make_step(tmp_path):
                       env=(("CROSSBUILD_NO_WERROR", "1"),))
     steps = [build, BuildStep(("make", "install", "PREFIX=/ws/install"), "src")]
     goal = make_goal.find(steps, tmp_path)
-    # the build's variables and options kept, its goals replaced; `all` (which names the test) not remade
-    assert goal.argv == ["make", "-j1", "CC=/ws/.xbuild/bin/zcc", "AR=zar", "-o", "all", "-s", "check"]
+    # the build's variables and options kept (its jobs not: test rules share files), its goals replaced; `all`
+    # (which names the test) not remade
+    assert goal.argv == ["make", "CC=/ws/.xbuild/bin/zcc", "AR=zar", "-o", "all", "-s", "check"]
     assert goal.cwd == "src" and goal.env == (("CROSSBUILD_NO_WERROR", "1"),)
     # a step that built the default goal: nothing to mark old
-    whole = make_goal.find([BuildStep(("make", "CC=zcc"), "src")], tmp_path)
+    whole = make_goal.find([BuildStep(("make", "-j", "4", "CC=zcc"), "src")], tmp_path)
     assert whole.argv == ["make", "CC=zcc", "-s", "check"]
-    # a step with its own Makefile (-f) or none at all: no goal
-    assert make_goal.find([BuildStep(("make", "-f", "Makefile-libbz2_so"), "src")], tmp_path) is None
+    # the folder -C names, attached or not; a step with its own Makefile (-f, --makefile) or none at all: no goal
+    assert make_goal.find([BuildStep(("make", "-Csrc", "--jobs=2"), ".")], tmp_path).argv == \
+        ["make", "-Csrc", "-s", "check"]
+    for named in (("-f", "Makefile-libbz2_so"), ("-fMakefile-libbz2_so",), ("--makefile=x",)):
+        assert make_goal.find([BuildStep(("make", *named), "src")], tmp_path) is None
     assert make_goal.find([BuildStep(("cmake", "--build", "build"), ".")], tmp_path) is None
 
 
-def test_a_goal_is_found_among_several_targets_of_one_rule_and_never_in_a_variable():
-    assert make_goal.defines("$(PLATS) help test clean:\n\t@cd src && $(MAKE) $@\n", "test")
-    assert make_goal.defines("check :: all\n", "check")
-    assert not make_goal.defines("TESTS = check\ncheck_x: y\n", "check")
-    assert not make_goal.defines("test := 1\n", "test")
-    assert not make_goal.defines("# test: commented out\n", "test")
+def test_a_left_out_goal_is_run_only_in_its_folder_and_only_when_the_goal_reaches_it(tmp_path):
+    """What the build left out (tests_off.make_goals_left_out) is undone only by running that folder's goal, and only
+    a goal that is, or names, what was left out: `test: ./prog --selftest` does not build `unittests`."""
+    for folder, text in (("src/lib", "all: libx.a unittests\ncheck: unittests\n\t./unittests\n"),
+                         ("src/app", "all: prog\ntest: prog\n\t./prog --selftest\n")):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "Makefile").write_text(text)
+    steps = [BuildStep(("make", "-C", "lib", "libx.a"), "src"), BuildStep(("make", "-C", "app"), "src")]
+    goal = make_goal.find(steps, tmp_path, ("src/lib", ["unittests"]))
+    assert goal.argv == ["make", "-C", "lib", "-o", "all", "-s", "check"]
+    assert make_goal.find(steps, tmp_path, ("src/app", ["unittests"])) is None
+
+
+def test_rules_are_read_line_by_line_and_never_from_recipes_variables_or_define_blocks():
+    found = make_goal.rules("$(PLATS) help test clean:\n\t@cd src && $(MAKE) $@\ncheck :: all\n"
+                            "test: MOREFLAGS += -g\ndefine RUN\n./runner tests 1: x\nendef\n"
+                            "TESTS = check\ntests := 1\n# checks: commented\nendif\n\t./run tests\nclean:\n")
+    assert set(found) == {"$(PLATS)", "help", "test", "clean", "check"} and found["check"] == ["all"]
+    # a hostile Makefile cannot stall the reader: it is read once, line by line
+    started = time.monotonic()
+    make_goal.rules("check x y z\n" * 200_000 + "a" * (1 << 20))
+    assert time.monotonic() - started < 5

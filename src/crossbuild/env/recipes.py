@@ -33,13 +33,19 @@ class BuildStep:
         return " ".join(self.argv) + ("" if self.cwd == "." else f"   (in {self.cwd})")
 
 
+# make's options whose value is the next argument (GNU make's short and long spellings)
+MAKE_VALUE_OPTIONS = frozenset({"-C", "-f", "-o", "-W", "-I", "-E", "--directory", "--file", "--makefile",
+                                "--include-dir", "--old-file", "--assume-old", "--what-if", "--new-file",
+                                "--assume-new", "--eval"})
+
+
 def make_goals(argv: Sequence[str]) -> list[str]:
     """The goals a make command names (not its options, their values, nor its VARIABLE=value arguments)."""
     goals, skip = [], False
     for arg in argv[1:]:
         if skip:
             skip = False
-        elif arg in ("-C", "-f", "-o", "-W", "-I", "--directory", "--file"):
+        elif arg in MAKE_VALUE_OPTIONS:
             skip = True
         elif not arg.startswith("-") and "=" not in arg and not arg.isdigit():
             goals.append(arg)
@@ -47,12 +53,22 @@ def make_goals(argv: Sequence[str]) -> list[str]:
 
 
 def make_folder(step: BuildStep) -> str:
-    """The folder a make step reads its Makefile in: its cwd, or the folder -C names."""
-    argv = list(step.argv)
-    for i, arg in enumerate(argv[:-1]):
-        if arg in ("-C", "--directory"):
-            return str(Path(step.cwd) / argv[i + 1])
-    return step.cwd
+    """The folder a make step reads its Makefile in: its cwd, then each -C (they add up, as make applies them)."""
+    argv, folder = list(step.argv), Path(step.cwd)
+    for i, arg in enumerate(argv[1:], 1):
+        if arg in ("-C", "--directory") and i + 1 < len(argv):
+            folder /= argv[i + 1]
+        elif arg.startswith("--directory="):
+            folder /= arg.split("=", 1)[1]
+        elif arg.startswith("-C") and len(arg) > 2:
+            folder /= arg[2:]
+    return os.path.normpath(folder)
+
+
+def make_file_named(argv: Sequence[str]) -> bool:
+    """Whether a make command reads a Makefile it names (-f, --file, --makefile) rather than its folder's."""
+    return any(a in ("-f", "--file", "--makefile") or a.startswith(("--file=", "--makefile=")) or
+               (a.startswith("-f") and len(a) > 2) for a in argv[1:])
 
 
 class NoBuildSystemError(ValueError):

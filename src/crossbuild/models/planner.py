@@ -381,6 +381,8 @@ class Planner:
                 s.blocked_reason = f"could not remove the old build folder: {result.text.splitlines()[0][:200]}"
             return
         if not result.is_error:
+            if s.step < len(s.recipe) and s.recipe[s.step]["argv"][:2] == ["cmake", "--build"]:
+                s.split_later = {}  # built past the tests' failure: nothing left to split for
             if s.split == "trying":
                 s.split, split = "done", s.split_from
                 s.notes.append(f"tests not built: {split['entry']}: built the other targets by name, without the "
@@ -452,15 +454,18 @@ class Planner:
                       if a.get("turns_tests_off") and a["kind"] in ("disable_option", "cmake_args")), None)
         if s.system != "cmake" or s.split or step["argv"][:2] != ["cmake", "--build"]:
             return False
-        if entry and "build_dependency" in self.tools and any(
+        if entry and "build_dependency" in self.tools and s.attempts < self.max_attempts and any(
                 a["kind"] == "dependency" and json.dumps(a, sort_keys=True) not in s.applied
-                for k in data.get("kb") or [] for a in k.get("actions", [])):
+                and a.get("when") in (None, s.system) for k in data.get("kb") or [] for a in k.get("actions", [])):
             s.split_later = {"data": data, "entry": entry, "first": first}
             return False  # a library the tests need (spdlog's catch2 header) is built first; split if that fails
-        if not entry:  # the same failure after that dependency was built (shown once, it attaches nothing now)
-            if not s.split_later:
+        if not entry:
+            # the same failure after that dependency was built (shown once, it attaches nothing now); a failure
+            # with fixes of its own is that failure's
+            if not s.split_later or data.get("kb"):
                 return False
             data, entry, first = s.split_later["data"], s.split_later["entry"], s.split_later["first"]
+        s.split_later = {}
         s.split = "asked"
         s.split_from = {"step": step, "data": data, "entry": entry, "first": first, "log": data.get("log", "")}
         return True

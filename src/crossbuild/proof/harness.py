@@ -57,21 +57,21 @@ class Harness:
 
 def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: Toolchain, box: Sandbox,
                  timeout: float, log_dir: Path, dependency_lib_dirs: list[str], steps: Sequence[BuildStep] = (),
-                 goals_only: bool = False) -> list[SmokeRun]:
+                 left_out: tuple[str, Sequence[str]] | None = None) -> list[SmokeRun]:
     """The tests of ROOT's harness run on TARGET in BOX (the test programs' sandbox), each under TIMEOUT (at least
     SUITE_S) times the emulator's slowdown; none when there is no harness, it found no test, or the target's
     programs cannot run here (then the test-like executables are run bare, smoke.py, and say why), or none of its
-    tests ran. Without a
-    harness of its own, a plain Makefile's test goal, run with the build's recorded make step STEPS (make_goal.py);
-    GOALS_ONLY: only that (the steps left the test goals out, and nothing else turned the tests off)."""
-    harness = None if goals_only else find(root)
+    tests ran. Without a harness of its own, a plain Makefile's test goal, run with the build's recorded make step
+    STEPS (make_goal.py). LEFT_OUT (folder, goals): only that goal, of the test goals the steps left out there."""
+    harness = None if left_out else find(root)
     if harness is None and box.exec_handler is not None:  # its tie is qemu's own record: binfmt must start qemu
-        harness = _make_goal(steps, toolchain.workspace)
+        harness = _make_goal(steps, toolchain.workspace, left_out)
     executables = {path for a in artifacts if a["ok"] and a["kind"] == "executable" and not a.get("member_of")
                    for path in (str(root / a["path"]), os.path.realpath(root / a["path"]))}
     # a script or libtool wrapper starts target programs: only where the sandbox hands them to qemu (binfmt)
     starts_them = box.exec_handler is not None or target.arch == platform.machine()
-    if harness is None or not executables or target.is_windows or not starts_them:
+    if harness is None or target.is_windows or not starts_them or (
+            not executables and harness.name != make_goal.HARNESS):  # a goal may build its test programs itself
         return []
     if runner_argv(target, root, dynamic=True)[0] is None:  # qemu and the target's loader (built on first need)
         return []
@@ -79,27 +79,37 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
                        if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of")})
     scale = slowdown.factor(target)
     env = _environment(toolchain, [*lib_dirs, *dependency_lib_dirs])
-    commands = _listing(harness, box, env, log_dir)
     if harness.name == make_goal.HARNESS:
-        evidence = make_goal.evidence_folder(toolchain.scratch)
-        env |= {**dict(harness.env), **make_goal.evidence_env(evidence)}
-        goal_start = time.time()
-        runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
-        started = make_goal.programs_started(evidence)
-        for r in runs:
-            r.on_target = started > 0
-            r.why = r.why if not r.passed else f"{started} target program run(s) under qemu"
-        if not started and runs and runs[0].passed:  # it built its test programs and ran none (libtommath's)
-            built = _built_since(harness.cwd, target, goal_start, own_folders(harness.cwd, toolchain))
-            return smoke_runs(harness.cwd, target, built, box, timeout, log_dir, dependency_lib_dirs,
-                              within=toolchain.workspace) if built else []
-        # a goal that started no target program proved nothing about the target: the executables say what they can
-        return runs if started and any(not r.skipped for r in runs) else []
+        return _run_make_goal(harness, root, target, toolchain, box, env, timeout, scale, log_dir,
+                              dependency_lib_dirs)
+    commands = _listing(harness, box, env, log_dir)
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie(runs, harness, commands, executables | emulator)
     # tests all skipped or not built (BUILD_TESTING off leaves CTest's file): the executables say what they can
     return runs if any(not r.skipped for r in runs) else []
+
+
+def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Toolchain, box: Sandbox,
+                   env: dict[str, str], timeout: float, scale: float, log_dir: Path,
+                   dependency_lib_dirs: list[str]) -> list[SmokeRun]:
+    """A Makefile's test goal, tied to the target by qemu's per-process record (make_goal.py): its one run when it
+    started a target program; the test programs it built and did not run, run bare, when it only built them;
+    none otherwise (the executables the build made say what they can)."""
+    ws = toolchain.workspace
+    evidence = make_goal.evidence_folder(ws, os.path.relpath(toolchain.scratch, ws))
+    env = env | dict(harness.env) | make_goal.evidence_env(ws / evidence)
+    goal_start = time.time()
+    runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, ws)
+    started = make_goal.programs_started(ws, evidence)
+    for r in runs:
+        r.on_target = started > 0
+        r.why = r.why if not r.passed else f"{started} target program run(s) under qemu"
+    if not started and runs and runs[0].passed:  # it built its test programs and ran none (libtommath's)
+        built = _built_since(harness.cwd, target, goal_start, own_folders(harness.cwd, toolchain))
+        return smoke_runs(harness.cwd, target, built, box, timeout, log_dir, dependency_lib_dirs,
+                          within=ws) if built else []
+    return runs if started and any(not r.skipped for r in runs) else []
 
 
 def find(root: Path) -> Harness | None:
@@ -198,9 +208,10 @@ def _built_since(folder: Path, target: Target, since: float, prune: frozenset[st
     return out
 
 
-def _make_goal(steps: Sequence[BuildStep], workspace: Path) -> Harness | None:
+def _make_goal(steps: Sequence[BuildStep], workspace: Path,
+               left_out: tuple[str, Sequence[str]] | None) -> Harness | None:
     """A plain Makefile's test goal as a harness: the recorded make step, its goals replaced (make_goal.py)."""
-    goal = make_goal.find(steps, workspace)
+    goal = make_goal.find(steps, workspace, left_out)
     if goal is None or not safefs.is_dir(workspace, goal.cwd):
         return None
     return Harness(make_goal.HARNESS, goal.argv, workspace / goal.cwd, env=goal.env)

@@ -3,8 +3,9 @@ sample files), giflib's regression renders, lua's `make test`. The planner leave
 (they run target programs, which the build machine cannot), so the verifier runs them where it can: in the test
 programs' sandbox, where binfmt hands every target program to qemu.
 
-The command is the build's own last make step in that folder (its variables: CC=, AR=, prefixes; its options and
-environment), its goals replaced by the test goal: `check`, else `test`, else `tests`; silent, so that what the
+The command is the build's own last make step (in the folder whose test goals it left out, when it left some out;
+its variables: CC=, AR=, prefixes; its options and environment; not its parallel jobs), its goals replaced by the
+test goal: `check`, else `test`, else `tests`; silent, so that what the
 goal printed is the tests' output only. When that step named goals
 instead of the Makefile's default goal, the default goal is marked old (`-o all`): what the build left out
 (documentation that needs host tools) stays out, and the test goal's recipe still runs.
@@ -20,8 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +34,7 @@ TEST_GOALS = ("check", "test", "tests")  # the GNU standard's name first
 HARNESS = "Makefile"  # how verdicts name this harness: "the project's Makefile"
 _LOG_NAME = re.compile(r"^qemu-\d+\.log$")
 _NOT_BUILDS = {"install", "clean", "distclean", "mostlyclean", "maintainer-clean", "uninstall", "dist"}
+_JOBS = re.compile(r"^(-j\d*|--jobs(=\d+)?)$")
 
 
 @dataclass(frozen=True)
@@ -44,19 +45,25 @@ class TestGoal:
     env: tuple[tuple[str, str], ...] = ()
 
 
-def find(steps: Sequence[BuildStep], workspace: Path) -> TestGoal | None:
-    """The test goal of the folder the build's last plain make step ran in (not one with -f: its Makefile is not
-    the folder's), and the command that runs it; None without such a step or goal."""
+def find(steps: Sequence[BuildStep], workspace: Path,
+         left_out: tuple[str, Sequence[str]] | None = None) -> TestGoal | None:
+    """The test goal of the folder the build's last plain make step ran in (not one naming its own Makefile with
+    -f), and the command that runs it; None without such a step or goal. LEFT_OUT (folder, goals): the test goals
+    the build left out of that folder's default goal (tests_off.make_goals_left_out): the step is that folder's,
+    and the goal must be one of them or name one as a prerequisite (bzip2's `check: test`)."""
     builds = [s for s in steps if s.argv and Path(s.argv[0]).name in ("make", "gmake")
-              and not {"-f", "--file"} & set(s.argv) and not any(a.startswith("--file=") for a in s.argv)
-              and not set(recipes.make_goals(s.argv)) & (_NOT_BUILDS | set(TEST_GOALS))]
+              and not recipes.make_file_named(s.argv)
+              and not set(recipes.make_goals(s.argv)) & (_NOT_BUILDS | set(TEST_GOALS))
+              and (left_out is None or recipes.make_folder(s) == left_out[0])]
     if not builds:
         return None
     step = builds[-1]
     texts = recipes.makefile_texts(workspace, recipes.make_folder(step))
     if not texts:
         return None
-    goal = next((g for g in TEST_GOALS if defines(texts[0], g)), None)
+    found = rules(texts[0])
+    goal = next((g for g in TEST_GOALS if g in found and (
+        left_out is None or g in left_out[1] or set(found[g]) & set(left_out[1]))), None)
     if goal is None:
         return None
     named = recipes.make_goals(step.argv)
@@ -68,28 +75,59 @@ def find(steps: Sequence[BuildStep], workspace: Path) -> TestGoal | None:
     return TestGoal(goal, [*argv, "-s", goal], step.cwd, step.env)
 
 
-def defines(makefile: str, goal: str) -> bool:
-    """Whether the Makefile text has a rule for GOAL (`check: test`, `$(PLATS) help test clean:`)."""
-    text = makefile.replace("\\\n", " ")
-    rule = re.compile(r"^(?:[^\s#=:][^#=:]*\s)?" + re.escape(goal) + r"(?:\s[^#=:]*)?\s*::?(?!=)", re.MULTILINE)
-    return bool(rule.search(text))
+def rules(makefile: str) -> dict[str, list[str]]:
+    """The Makefile's rules, target -> prerequisites as written (variables not expanded: `$(PLATS) help test clean:`
+    defines `test`), read line by line: recipe lines, comments, variable assignments and define blocks are not
+    rules. Linear in the text: a Makefile is the build's writing."""
+    out: dict[str, list[str]] = {}
+    in_define = False
+    for line in makefile.replace("\\\n", " ").splitlines():
+        if in_define:
+            in_define = not line.strip().startswith("endef")
+            continue
+        if line.startswith("\t"):
+            continue
+        line = line.split("#", 1)[0]
+        if line.strip().startswith("define "):
+            in_define = True
+            continue
+        left, colon, right = line.partition(":")
+        if not colon or "=" in left or right.startswith("="):
+            continue
+        right = right.lstrip(":").split(";", 1)[0]  # `a:: b`, `a: b; recipe`
+        if "=" in right:  # a target-specific variable (`test: MOREFLAGS += -g`) names no prerequisite
+            right = ""
+        for target in left.split():
+            out.setdefault(target, []).extend(right.split())
+    return out
 
 
 def _without_goals(argv: list[str]) -> list[str]:
-    """ARGV (a make command) with the goals it names left out, its options, their values and variables kept."""
+    """ARGV (a make command) with the goals it names left out, its options, their values and variables kept, and
+    no parallel jobs: test rules often share files (the goal is one test, run serially)."""
     out, skip = [argv[0]], False
-    for arg in argv[1:]:
+    rest = iter(argv[1:])
+    for arg in rest:
+        if arg in ("-j", "--jobs"):
+            arg = next(rest, None)  # its count, when one follows, goes with it
+            if arg is None or arg.isdigit():
+                continue
+        elif _JOBS.match(arg):
+            continue
         keep = skip or arg.startswith("-") or "=" in arg or arg.isdigit()
-        skip = not skip and arg in ("-C", "-f", "-o", "-W", "-I", "--directory", "--file")
+        skip = not skip and arg in recipes.MAKE_VALUE_OPTIONS
         if keep:
             out.append(arg)
     return out
 
 
-def evidence_folder(scratch: Path) -> Path:
-    """A fresh folder, writable inside the sandbox (the workspace's scratch), for qemu's per-process log files."""
-    scratch.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix="qemu-runs-", dir=scratch))
+def evidence_folder(workspace: Path, scratch: str) -> str:
+    """A fresh folder (workspace-relative) below the workspace's SCRATCH folder, writable inside the sandbox, for
+    qemu's per-process log files; made without following a link on the way."""
+    name = f"{scratch}/qemu-runs-{secrets.token_hex(8)}"
+    with safefs.open_dir(workspace, name, create=True):
+        pass
+    return name
 
 
 def evidence_env(folder: Path) -> dict[str, str]:
@@ -98,11 +136,17 @@ def evidence_env(folder: Path) -> dict[str, str]:
     return {"QEMU_LOG": "unimp", "QEMU_LOG_FILENAME": str(folder / "qemu-%d.log")}
 
 
-def programs_started(folder: Path) -> int:
-    """How many target programs ran under qemu with FOLDER's evidence environment; the folder is removed."""
+def programs_started(workspace: Path, folder: str) -> int:
+    """How many target programs ran under qemu with FOLDER's evidence environment (FOLDER workspace-relative, read
+    without following a link); the folder is removed."""
     count = 0
-    if safefs.is_dir(folder.parent, folder.name):  # never counted through a link the test put in its place
-        with os.scandir(folder) as entries:
+    try:
+        with safefs.open_dir(workspace, folder) as fd, os.scandir(fd) as entries:
             count = sum(1 for e in entries if _LOG_NAME.match(e.name))
-    shutil.rmtree(folder, ignore_errors=True)
+    except OSError:
+        count = 0
+    try:
+        safefs.remove_tree(workspace, folder)
+    except OSError:
+        pass
     return count

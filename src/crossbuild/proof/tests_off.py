@@ -175,8 +175,15 @@ def _after_target(argv: list[str], i: int) -> bool:
 
 def _make_goals_leaving_out_tests(steps: Sequence[BuildStep], root: Path) -> list[str]:
     """Make steps that name goals (skip_test_goals: `make libbz2.a bzip2 bzip2recover`) leaving out the test goals
-    of the default goal (`all: libbz2.a bzip2 bzip2recover test`), when no make step in that folder built the default
-    goal itself. Read from the folder's Makefile, as make would."""
+    of the default goal (`all: libbz2.a bzip2 bzip2recover test`), each as a reason."""
+    return [f"make {' '.join(named)} instead of `{goal}` leaves out {' '.join(left)} (build step in {folder})"
+            for folder, goal, named, left in make_goals_left_out(steps, root)]
+
+
+def make_goals_left_out(steps: Sequence[BuildStep], root: Path) -> list[tuple[str, str, list[str], list[str]]]:
+    """(folder, its default goal, the goals the steps named instead, the test goals left out) for each folder whose
+    make steps named goals leaving out test prerequisites of the default goal, when no make step there built the
+    default goal itself. Read from the folder's Makefile, as make would."""
     builds: dict[str, list[list[str]]] = {}
     for step in steps:
         if step.argv and Path(step.argv[0]).name in ("make", "gmake"):
@@ -194,8 +201,7 @@ def _make_goals_leaving_out_tests(steps: Sequence[BuildStep], root: Path) -> lis
             continue
         left_out = [p for p in goal.prerequisites if TEST_NAME.search(p) and p not in named]
         if left_out:
-            out.append(f"make {' '.join(named)} instead of `{goal.name}` leaves out "
-                       f"{' '.join(left_out)} (build step in {folder})")
+            out.append((folder, goal.name, named, left_out))
     return out
 
 

@@ -211,8 +211,10 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     taken = steps_taken if steps_taken is not None else rebuild_steps or []
     workspace = toolchain.workspace if toolchain else None
     switched_off = tests_off.tests_switched_off(taken, root=workspace)
-    # what the verifier cannot undo: make's test goals left out of the build it runs itself (harness.py)
+    # what the verifier cannot undo; make's test goals left out of one folder's default goal it runs itself
     blocking = tests_off.tests_switched_off(taken, root=workspace, goals_left_out=False)
+    left = tests_off.make_goals_left_out(taken, workspace) if switched_off and workspace else []
+    left_out = (left[0][0], left[0][3]) if len(left) == 1 else None
     if run_tests:
         build_box = box or _default_box(root, toolchain)
         box = test_program_box(build_box, target)
@@ -224,12 +226,13 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             deps = [str(d) for d in (toolchain.prefix / "lib", toolchain.prefix / "lib64") if d.is_dir()]
             # the project's own harness when it has one and found tests; else its test-like executables, bare.
             # Not when the steps left tests out: it would run tests whose programs were never built.
-            report.smoke_runs = [] if blocking else harness_runs(root, target, report.artifacts, toolchain, box,
-                                                                 smoke_timeout_s, log_dir, deps, taken,
-                                                                 goals_only=bool(switched_off))
+            runs_harness = not blocking and (not switched_off or left_out is not None)
+            report.smoke_runs = harness_runs(root, target, report.artifacts, toolchain, box, smoke_timeout_s,
+                                             log_dir, deps, taken, left_out if switched_off else None
+                                             ) if runs_harness else []
             report.harness = report.smoke_runs[0].harness if report.smoke_runs else None
-            if any(r.passed and r.on_target for r in report.smoke_runs):
-                switched_off = blocking  # the test goals the build left out ran on the target
+            if switched_off and any(r.passed and r.on_target is not False for r in report.smoke_runs):
+                switched_off = blocking  # the test goal the build left out ran on the target
             if not report.smoke_runs:
                 report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, log_dir, deps,
                                                source=toolchain.workspace / rebuild_source,
