@@ -14,6 +14,7 @@ import pytest
 from crossbuild.env.recipes import BuildStep
 from crossbuild.proof import make_goal
 from tests.conftest import cb, outcome_of
+from tests.proof.test_harness import LIBRARY, TOOL  # the same library and tool, built by a plain Makefile
 
 TARGET = "aarch64-linux-musl"
 # like bzip2's: the default goal runs the tests, the compiler is make's variable, `check` only names `test`
@@ -39,18 +40,6 @@ install: hsumtool
 
 .PHONY: all check test install
 """
-LIBRARY = "int hsum(int a, int b) { return a + b; }\n"
-TOOL = """#include <stdio.h>
-#include <stdlib.h>
-int hsum(int, int);
-int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: hsumtool A B\\n"); return 2; }
-    printf("%d\\n", hsum(atoi(argv[1]), atoi(argv[2])));
-    return 0;
-}
-"""
-
-
 def _project(tmp_path: Path, recipe: str) -> Path:
     src = tmp_path / "plainsum"
     src.mkdir()
