@@ -111,8 +111,11 @@ def test_quick_debian_zlib_with_its_own_configure(tmp_path):
     kinds = {a["path"]: a["kind"] for a in report["artifacts"]}
     assert kinds.get("libz.a") == "static_library"
     assert any(k == "shared_library" and p.startswith("libz.so") for p, k in kinds.items())  # not silently dropped
-    passed = [r_["path"] for r_ in report["smoke_runs"] if r_["passed"]]
-    assert "example" in passed
+    # zlib's own `make check` (example, minigzip and their shared builds) ran on the target: its Makefile's goal
+    [check] = report["smoke_runs"]
+    assert report["harness"] == "Makefile" and check["path"] == "make check", report["smoke_runs"]
+    assert check["passed"] and check["on_target"], check
+    assert report["proof"] == "tested", report["proof_why"]
 
 
 def test_musl_loader_refuses_non_musl_target():

@@ -418,7 +418,7 @@ class Planner:
         held, s.held_kb = s.held_kb, []
         if held and self._rebuild_with_fixes(held):
             return
-        if self._serially(step, first):
+        if not data.get("kb") and self._serially(step, first):  # a failure nothing explains may be a race
             return
         s.phase = "blocked"
         if s.attempts >= self.max_attempts and data.get("kb"):
@@ -430,9 +430,9 @@ class Planner:
                             + (f" Full log: {data['log']}" if data.get("log") else ""))
 
     def _serially(self, step: dict[str, Any], first: str) -> bool:
-        """A parallel make build that failed with no fix left: once, the same step serially (-j1), as Debian builds
-        a package whose Makefile's rules race (two jobs linking one library: `ln: ... File exists`). True when it
-        will run again."""
+        """A parallel make build that failed with no fix left and nothing in the knowledge base explaining it: once,
+        the same step serially (-j1), as Debian builds a package whose Makefile's rules race (two jobs linking one
+        library: `ln: ... File exists`). True when it will run again."""
         s = self.state
         argv = step["argv"]
         parallel = [a for a in argv if re.fullmatch(r"-j\d*", a) and a != "-j1"]
