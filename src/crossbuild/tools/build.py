@@ -243,7 +243,7 @@ class VerifyArgs(ToolArgs):
                                            "install folder).")
     run_tests: bool = Field(True, description="Run test-like programs under qemu (smoke runs).")
     timeout: int = Field(60, ge=1, le=600, description="Seconds each test program may run natively (a test of "
-                                                       "the project's harness, often a whole suite: at least 300); "
+                                                       "the project's harness, often a whole suite: at least 150); "
                                                        "under qemu the limit is multiplied by the emulator's "
                                                        "measured slowdown.")
     rebuild: bool = Field(False, description="Also replay this session's successful commands on a fresh copy of src/ "
