@@ -225,7 +225,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             # them installed too)
             deps = [str(d) for d in (toolchain.prefix / "lib", toolchain.prefix / "lib64") if d.is_dir()]
             # the project's own harness when it has one and found tests; else its test-like executables, bare.
-            # Not when the steps left tests out: it would run tests whose programs were never built.
+            # Not when the steps turned tests off (it would run tests whose programs were never built), except a
+            # Makefile's test goal the build left out of one folder, which builds what it runs.
             runs_harness = not blocking and (not switched_off or left_out is not None)
             report.smoke_runs = harness_runs(root, target, report.artifacts, toolchain, box, smoke_timeout_s,
                                              log_dir, deps, taken, left_out if switched_off else None
