@@ -84,6 +84,8 @@ def test_a_reconnecting_stream_goes_on_after_its_last_event_id(server):
     kinds = [e["event"] for e in whole]
     assert kinds.count("tool_call") == 30 and kinds.count("tool_result") == 30 and kinds.count("kb_attached") == 3
     assert kinds[-2:] == ["finished", "end"] and json.loads(whole[-2]["data"])["status"] == "verified"
+    # a page opened after the workspace was prepared still says where the source came from, once, first
+    assert kinds.count("preparing") == 1 and kinds[0] == "preparing" and json.loads(whole[0]["data"])["source"]
     with_ids = [e for e in whole if "id" in e]
     assert len({e["id"] for e in with_ids}) == len(with_ids)  # every event can be resumed after
     for k in (0, 7, 8, len(with_ids) - 2):  # after a model turn, inside one tool call's events, at the end

@@ -160,9 +160,13 @@ class Pages:
         return EventSourceResponse(self._stream(request, run_id, start), ping=10)
 
     async def _stream(self, request: Request, run_id: str, cursor: Cursor):
-        said_preparing = False
+        # where the run's source came from, said once a page: a stream that resumes after an event has said it
+        said_preparing = cursor != Cursor()
         while not await request.is_disconnected():
             found, cursor, run = await anyio.to_thread.run_sync(self._read, _timeline, run_id, cursor)
+            if run is not None and not said_preparing:  # a page opened after the workspace was prepared
+                said_preparing = True
+                yield {"event": "preparing", "data": json.dumps({"source": run.get("source")})}
             if found:  # one chunk per poll: a long run's replay in a few writes, not one per event
                 yield b"".join(ServerSentEvent(id=e.id, event=e.kind, data=json.dumps(
                     self._shown(e.kind, e.data), default=str)).encode() for e in found)
