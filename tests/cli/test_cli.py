@@ -200,7 +200,8 @@ def test_bench_tools_prints_dispatch_overhead_and_schema_sizes():
 def test_bench_web_prints_how_fast_a_long_run_is_served():
     r = cb("bench-web", "--calls", "50", "--repeats", "2", timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "a run of 50 tool calls (107 events), 2 reads over loopback" in r.stdout  # 2 per call, 5 kb, end
+    # 2 per call, 5 kb, where the source came from, end
+    assert "a run of 50 tool calls (108 events), 2 reads over loopback" in r.stdout
     assert "run page:" in r.stdout and "page + whole story (event stream to its end): median" in r.stdout
 
 
