@@ -6,6 +6,7 @@ step."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -92,18 +93,58 @@ def test_a_test_goal_that_starts_no_target_program_proves_nothing(tmp_path):
 def test_a_test_goal_that_only_builds_its_test_program_has_that_program_run(tmp_path):
     """libtommath's `make test` builds `./test` and runs nothing: the goal itself proves nothing, the test program
     it built for the target is run on the target as a test-like executable."""
-    src = _project(tmp_path, "")
-    text = (src / "Makefile").read_text().replace("all: libhsum.a hsumtool test", "all: libhsum.a hsumtool")
-    text = text.replace("check: test\ntest: hsumtool\n\t\n",
-                        "check: hsum_test\nhsum_test: hsum_test.c libhsum.a\n\t$(CC) -o $@ hsum_test.c libhsum.a\n")
-    (src / "Makefile").write_text(text)
-    (src / "hsum_test.c").write_text("int hsum(int, int);\nint main(void) { return hsum(20, 22) == 42 ? 0 : 1; }\n")
+    src = _only_builds_its_test_program(
+        tmp_path, "check: hsum_test\nhsum_test: hsum_test.c libhsum.a\n\t$(CC) -o $@ hsum_test.c libhsum.a\n")
     out = _build(tmp_path, src)
     report = out["verify"]
     assert out["status"] == "verified", out["message"]
     [run] = report["smoke_runs"]
     assert run["path"] == "hsum_test" and run["passed"] and run["harness"] is None, run
     assert report["proof"] == "tested", report["proof_why"]
+
+
+# libtommath's way: the test goal is a rule $(eval) makes from a template, for each name in a variable
+EVAL_RULES = """HSUM_TESTS = check
+define TEST_template
+$(1): hsum_test
+endef
+$(foreach t,$(HSUM_TESTS),$(eval $(call TEST_template,$(t))))
+hsum_test: hsum_test.c libhsum.a
+\t$(CC) -o $@ hsum_test.c libhsum.a
+"""
+
+
+def _only_builds_its_test_program(tmp_path: Path, test_rules: str) -> Path:
+    src = _project(tmp_path, "")
+    text = (src / "Makefile").read_text().replace("all: libhsum.a hsumtool test", "all: libhsum.a hsumtool")
+    (src / "Makefile").write_text(text.replace("check: test\ntest: hsumtool\n\t\n", test_rules))
+    (src / "hsum_test.c").write_text("int hsum(int, int);\nint main(void) { return hsum(20, 22) == 42 ? 0 : 1; }\n")
+    return src
+
+
+@pytest.mark.slow
+def test_a_test_goal_a_template_makes_is_found_in_makes_own_database(tmp_path):
+    """No line of the Makefile's text defines `check`: make's database (read in the sandbox) does, and the test
+    program the goal builds runs on the target."""
+    out = _build(tmp_path, _only_builds_its_test_program(tmp_path, EVAL_RULES))
+    report = out["verify"]
+    assert out["status"] == "verified", out["message"]
+    [run] = report["smoke_runs"]
+    assert run["path"] == "hsum_test" and run["passed"], run
+    assert report["proof"] == "tested", report["proof_why"]
+
+
+def test_makes_database_gives_the_rules_it_made_and_not_the_files_it_only_mentions(tmp_path):
+    (tmp_path / "Makefile").write_text(EVAL_RULES.replace("hsum_test.c libhsum.a", "hsum_test.c")
+                                       + "test_old: test\n\t@echo deprecated\n")
+    printed = subprocess.run(["make", *make_goal.DATABASE_ARGS], cwd=tmp_path, capture_output=True, text=True)
+    assert not (tmp_path / "hsum_test").exists()  # nothing was built
+    found = make_goal.rules(make_goal.database_rules_text(printed.stdout))
+    assert found["check"] == ["hsum_test"] and found["hsum_test"] == ["hsum_test.c"]
+    # `test` is only a prerequisite: make lists it as "Not a target"
+    assert "test" not in found and found["test_old"] == ["test"]
+    assert "hsum_test.c" not in found
+    assert make_goal.rules(make_goal.database_rules_text("check: all\n")) == {}  # outside `# Files`: nothing
 
 
 def test_the_goal_and_its_command_come_from_the_recorded_make_step(tmp_path):

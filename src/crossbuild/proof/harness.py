@@ -22,7 +22,7 @@ import os
 import platform
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +66,8 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     STEPS (make_goal.py). LEFT_OUT (folder, goals): only that goal, of the test goals the steps left out there."""
     harness = None if left_out else find(root)
     if harness is None and box.exec_handler is not None:  # its tie is qemu's own record: binfmt must start qemu
-        harness = _make_goal(steps, toolchain.workspace, left_out)
+        harness = _make_goal(steps, toolchain.workspace, left_out,
+                             lambda step, argv: _make_database(step, argv, toolchain, box, log_dir))
     executables = {path for a in artifacts if a["ok"] and a["kind"] == "executable" and not a.get("member_of")
                    for path in (str(root / a["path"]), os.path.realpath(root / a["path"]))}
     # a script or libtool wrapper starts target programs: only where the sandbox hands them to qemu (binfmt)
@@ -209,13 +210,25 @@ def _built_since(folder: Path, target: Target, since: float, prune: frozenset[st
     return out
 
 
-def _make_goal(steps: Sequence[BuildStep], workspace: Path,
-               left_out: tuple[str, Sequence[str]] | None) -> Harness | None:
+def _make_goal(steps: Sequence[BuildStep], workspace: Path, left_out: tuple[str, Sequence[str]] | None,
+               database: Callable[[BuildStep, list[str]], str | None]) -> Harness | None:
     """A plain Makefile's test goal as a harness: the recorded make step, its goals replaced (make_goal.py)."""
-    goal = make_goal.find(steps, workspace, left_out)
+    goal = make_goal.find(steps, workspace, left_out, database)
     if goal is None or not safefs.is_dir(workspace, goal.cwd):
         return None
     return Harness(make_goal.HARNESS, goal.argv, workspace / goal.cwd, env=goal.env)
+
+
+def _make_database(step: BuildStep, argv: list[str], toolchain: Toolchain, box: Sandbox,
+                   log_dir: Path) -> str | None:
+    """What make prints of its database with ARGV, run as the recorded STEP ran (its folder and environment) in
+    BOX; None when it could not run."""
+    ws = toolchain.workspace
+    if not safefs.is_dir(ws, step.cwd):
+        return None
+    box.run(argv, cwd=ws / step.cwd, env=toolchain.env.as_dict() | dict(step.env),
+            log_path=log_dir / "make-database.log", limits=Limits(timeout_s=60, max_output_bytes=32 << 20))
+    return safefs.read_text_or_none(log_dir, "make-database.log", max_bytes=33 << 20)
 
 
 def _environment(toolchain: Toolchain, lib_dirs: list[str]) -> dict[str, str]:

@@ -14,6 +14,8 @@ A plain Makefile keeps no record of which programs a goal ran, so qemu keeps one
 log file (QEMU_LOG_FILENAME with %d, its pid) in a folder crossbuild made, and every target program here runs
 through qemu. The goal counts as a test on the target only when it started at least one; a goal that passed and
 only built its test programs (libtommath's `make test` builds `./test`) has those run bare instead (harness.py).
+A goal no line of the text defines (a rule `$(eval)` makes from a template, as libtommath's) is looked up in make's
+own database, printed in the sandbox with nothing built (`make -p -q .DEFAULT`).
 A build's test could write such files itself; this ties the goal to the target, it does not vouch for what the
 project's tests check."""
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +37,9 @@ HARNESS = "Makefile"  # how verdicts name this harness: "the project's Makefile"
 _LOG_NAME = re.compile(r"^qemu-\d+\.log$")
 _NOT_BUILDS = {"install", "clean", "distclean", "mostlyclean", "maintainer-clean", "uninstall", "dist"}
 _JOBS = re.compile(r"^(-j\d*|--jobs(=\d+)?)$")
+# make prints its database (-p) and runs no recipe (-q) for a goal with no rule (bash-completion's way): nothing
+# of the project's is built or run but its $(shell) calls, in the sandbox
+DATABASE_ARGS = ("-p", "-q", ".DEFAULT")
 
 
 @dataclass(frozen=True)
@@ -45,12 +50,14 @@ class TestGoal:
     env: tuple[tuple[str, str], ...] = ()
 
 
-def find(steps: Sequence[BuildStep], workspace: Path,
-         left_out: tuple[str, Sequence[str]] | None = None) -> TestGoal | None:
+def find(steps: Sequence[BuildStep], workspace: Path, left_out: tuple[str, Sequence[str]] | None = None,
+         database: Callable[[BuildStep, list[str]], str | None] | None = None) -> TestGoal | None:
     """The test goal of the folder the build's last plain make step ran in (not one naming its own Makefile with
     -f), and the command that runs it; None without such a step or goal. LEFT_OUT (folder, goals): the test goals
     the build left out of that folder's default goal (tests_off.make_goals_left_out): the step is that folder's,
-    and the goal must be one of them or name one as a prerequisite (bzip2's `check: test`)."""
+    and the goal must be one of them or name one as a prerequisite (bzip2's `check: test`). When the text names no
+    test goal, make's own database (DATABASE runs the step's make with these arguments, in the sandbox: a rule
+    made by $(eval), an included file's or a variable's target) is read instead."""
     builds = [s for s in steps if s.argv and Path(s.argv[0]).name in ("make", "gmake")
               and not recipes.make_file_named(s.argv)
               and not set(recipes.make_goals(s.argv)) & (_NOT_BUILDS | set(TEST_GOALS))
@@ -61,18 +68,43 @@ def find(steps: Sequence[BuildStep], workspace: Path,
     texts = recipes.makefile_texts(workspace, recipes.make_folder(step))
     if not texts:
         return None
-    found = rules(texts[0])
-    goal = next((g for g in TEST_GOALS if g in found and (
-        left_out is None or g in left_out[1] or set(found[g]) & set(left_out[1]))), None)
+    argv = _without_goals(list(step.argv))
+    goal = _test_goal(rules(texts[0]), left_out)
+    if goal is None and database is not None:
+        goal = _test_goal(rules(database_rules_text(database(step, [*argv, *DATABASE_ARGS]) or "")), left_out)
     if goal is None:
         return None
     named = recipes.make_goals(step.argv)
-    argv = _without_goals(list(step.argv))
     default = recipes.default_goal(texts[0])
     if named and default is not None and default.name not in named and default.name != goal:
         argv += ["-o", default.name]  # its recipe and prerequisites are not remade: what the build left out
     # -s: make does not echo the recipe, whose words ("expected", "No such file") would read as the tests' evidence
     return TestGoal(goal, [*argv, "-s", goal], step.cwd, step.env)
+
+
+def _test_goal(found: dict[str, list[str]], left_out: tuple[str, Sequence[str]] | None) -> str | None:
+    return next((g for g in TEST_GOALS if g in found and (
+        left_out is None or g in left_out[1] or set(found[g]) & set(left_out[1]))), None)
+
+
+def database_rules_text(database: str) -> str:
+    """The rules of make's printed database (`make -p`), one per line as a Makefile writes them: the entries of its
+    `# Files` section that make marks as targets (not those after `# Not a target:`), recipes left out."""
+    out, in_files, not_target = [], False, False
+    for line in database.splitlines():
+        if line.startswith("# Files"):
+            in_files = True
+        elif line.startswith(("# files hash-table stats", "# VPATH Search Paths")):
+            in_files = False
+        elif not in_files or line.startswith("\t") or not line.strip():
+            continue
+        elif line.startswith("#"):
+            not_target = line.startswith("# Not a target:")
+        else:
+            if not not_target:
+                out.append(line)
+            not_target = False
+    return "\n".join(out)
 
 
 def rules(makefile: str) -> dict[str, list[str]]:
