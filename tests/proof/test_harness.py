@@ -95,6 +95,32 @@ def test_a_script_test_that_fails_on_the_target_is_a_failure_with_its_message(tm
     assert report["proof"] != "tested"
 
 
+# libzip's preload test: the script preloads a target library into the target program it starts, and any word on
+# stderr fails it (the host loader's complaint about a foreign LD_PRELOAD, under a dynamic qemu, would)
+PRELOAD_CMAKE = CMAKE.replace("add_library(hsum hsum.c)", "add_library(hsum SHARED hsum.c)  # a dynamic hsumtool")
+PRELOAD_CMAKE = PRELOAD_CMAKE.replace("add_test(NAME direct", """add_library(hello SHARED hello.c)
+add_test(NAME preload COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/preload.sh $<TARGET_FILE:hsumtool> $<TARGET_FILE:hello>)
+add_test(NAME direct""")
+PRELOAD_SH = """#!/bin/sh
+out=$(LD_PRELOAD="$2" "$1" 20 22 2>stderr.txt) || { cat stderr.txt; exit 1; }
+[ ! -s stderr.txt ] || { echo "unexpected stderr:"; cat stderr.txt; exit 1; }
+[ "$out" = "$(printf 'preloaded\\n42')" ] || { echo "expected the preloaded greeting, got: $out"; exit 1; }
+"""
+HELLO = '#include <stdio.h>\n__attribute__((constructor)) static void hello(void) { puts("preloaded"); }\n'
+
+
+@pytest.mark.slow
+def test_a_library_a_test_preloads_into_its_target_program_reaches_only_the_targets_loader(tmp_path):
+    src = _cmake_project(tmp_path, "42")
+    (src / "CMakeLists.txt").write_text(PRELOAD_CMAKE.replace("EXPECTED", "42"))
+    (src / "preload.sh").write_text(PRELOAD_SH)
+    (src / "hello.c").write_text(HELLO)
+    report = _quick(src, tmp_path / "ws", "--system", "cmake")
+    runs = {r["path"]: r for r in report["smoke_runs"]}
+    assert runs["preload"]["passed"], (runs["preload"]["why"], runs["preload"]["output_tail"])
+    assert report["proof"] == "tested", report["proof_why"]
+
+
 AUTOMAKE = """lib_LIBRARIES = libamsum.a
 libamsum_a_SOURCES = amsum.c
 bin_PROGRAMS = amsumtool

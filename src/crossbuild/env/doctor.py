@@ -61,6 +61,10 @@ def run_checks() -> list[Check]:
     checks.append(_tool("cc", "apt-get install gcc (the build machine's compiler, for CC_FOR_BUILD)"))
     for qemu in sorted({t.qemu for t in TARGETS.values() if t.qemu}):
         checks.append(_tool(qemu, "apt-get install qemu-user", version_args=("-version",), required=False))
+    # the one crossbuild prefers: a test's LD_PRELOAD for its target program never reaches a static qemu's host loader
+    checks.append(_tool("qemu-aarch64-static", "apt-get install qemu-user-static (a test that preloads a library "
+                        "for its target program fails under the dynamic qemu)", version_args=("-version",),
+                        required=False))
     for t in (TARGETS["aarch64-linux-gnu"], TARGETS["riscv64-linux-gnu"], TARGETS["arm-linux-gnueabihf"]):
         root = qemu_sysroot(t)
         ok = (root / "lib").exists()

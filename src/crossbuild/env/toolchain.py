@@ -287,7 +287,7 @@ class Toolchain:
         )
         self._write(self.bindir / "pkg-config", pkg, executable=True)
         if self.emulator:
-            qemu = host.find_tool(t.qemu) or t.qemu
+            qemu = host.find_qemu(t.qemu) or t.qemu
             sysroot = self.qemu_sysroot()
             run = (
                 "#!/bin/sh\n# run a target program under qemu-user with the target's loader and libraries\n"

@@ -96,6 +96,14 @@ def find_tool(name: str) -> str | None:
     return shutil.which(name)
 
 
+def find_qemu(name: str) -> str | None:
+    """qemu-user's NAME (qemu-aarch64): the static build when installed (qemu-user-static), else the dynamic one. A
+    static qemu loads no host library, so LD_PRELOAD or LD_LIBRARY_PATH that a test sets for the target program it
+    starts never reaches the host's loader, whose complaint on stderr fails a test that compares its output
+    (libzip's preload test)."""
+    return find_tool(f"{name}-static") or find_tool(name)
+
+
 def build_triple() -> str:
     """The autotools --build triple of this machine (what config.guess would print on glibc Linux)."""
     machine = platform.machine() or "x86_64"

@@ -25,9 +25,9 @@ def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
     """The qemu prefix that runs this target's programs, or why they cannot run here."""
     if target.is_windows:
         return None, "Windows executables are scanned only (no wine)"
-    qemu = host.find_tool(target.qemu)
+    qemu = host.find_qemu(target.qemu)
     if not qemu:
-        return None, f"{target.qemu} is not installed: `apt-get install qemu-user`"
+        return None, f"{target.qemu} is not installed: `apt-get install qemu-user-static` (or qemu-user)"
     return [os.path.realpath(qemu)], None  # the file itself: a link on PATH (~/bin) may point where sandboxes see
 
 
