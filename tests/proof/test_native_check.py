@@ -41,6 +41,17 @@ def test_the_same_failure_with_other_numbers_and_paths_is_the_projects():
     assert run.outcome().startswith("ran, not counted (exit 1): fails the same way")
 
 
+def test_the_same_failure_printed_in_another_order_is_the_projects():
+    """CMake's stdout and stderr interleave differently from run to run (glog's cmake_package_config_generate)."""
+    error = "CMake Error at CMakeLists.txt:4 (find_package):\n  Could not find a package configuration file"
+    run = _failed(f"-- Detecting CXX compile features - done\n{error}\n-- Configuring incomplete, errors occurred!")
+    _compare(run, _failed(f"-- Configuring incomplete, errors occurred!\nSee also /n/x.log\n{error}"), X86)
+    assert run.triage == "project", run.why
+    run = _failed(f"{error}\n-- Configuring incomplete, errors occurred!")
+    _compare(run, _failed("-- Configuring incomplete, errors occurred!"), X86)  # the target's reason is not there
+    assert run.failed
+
+
 def test_another_failure_there_or_a_pass_there_still_blocks_and_says_so():
     run = _failed("expected alignment 8, got 4")
     _compare(run, _failed("mismatch in the golden file"), X86)
