@@ -104,11 +104,10 @@ class VerifyReport:
         failing = [r for r in self.smoke_runs if r.failed]
         return bool(failing) and all(r.triage == "failed" for r in failing) and len(self.reasons) == len(failing)
 
-    def failed_output(self) -> str:
-        """What the failed test programs printed last, each with its verdict: the text the knowledge base is
-        searched with when the verdict is NOT VERIFIED for them."""
-        return "\n".join(f"{r.label}: {r.why or 'failed'}\n{r.output_tail}"
-                         for r in self.smoke_runs if r.failed)
+    def failed_output(self) -> list[str]:
+        """What each failed test program printed last, with its verdict: the texts the knowledge base is searched
+        with when the verdict is NOT VERIFIED for them."""
+        return [f"{r.label}: {r.why or 'failed'}\n{r.output_tail}" for r in self.smoke_runs if r.failed]
 
     def summary(self, shown_root: str, limit: int = 15) -> str:
         """The verdict as a model or a log reads it: the counts, each smoke run's outcome, the clean rebuild, and

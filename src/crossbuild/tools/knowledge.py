@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import Field
 
 from crossbuild.env import debian_rules
@@ -9,6 +11,7 @@ from crossbuild.tools.base import Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import RunContext
 
 KB_PER_RESULT = 2  # knowledge entries attached to one failure (new ones only)
+KB_PER_VERDICT = 4  # to a verdict with several failed tests: the best new one for each, in order, up to this
 
 
 class SearchKnowledgeArgs(ToolArgs):
@@ -31,15 +34,24 @@ def _search(ctx: RunContext, args: SearchKnowledgeArgs, _: None) -> ToolResult:
                       data={"matches": [{"id": m.entry.id, "score": round(m.score, 2), "how": m.how} for m in matches]})
 
 
-def attach_knowledge(ctx: RunContext, text: str, message: str, hint: str | None,
+def attach_knowledge(ctx: RunContext, text: str | Sequence[str], message: str, hint: str | None,
                      data: dict) -> tuple[str, str | None]:
-    """Knowledge-base entries matching a failure's text (a failed command's log end; a verdict's failed test
-    programs), once per entry and workspace session, for every face alike (agent loop, MCP): added to MESSAGE and
+    """Knowledge-base entries matching a failure's text (a failed command's log end), or each of several failures'
+    (a verdict's failed test programs: one entry for each, so that one test's match cannot crowd out another's),
+    once per entry and workspace session, for every face alike (agent loop, MCP): added to MESSAGE and
     DATA["kb"]. A dependency fix names the call."""
-    if ctx.kb is None or not text.strip():
+    texts = [t for t in ([text] if isinstance(text, str) else text) if t.strip()]
+    if ctx.kb is None or not texts:
         return message, hint
-    chosen = [m for m in ctx.kb.search(text, limit=4, seen=lambda m: attach_key(m) in ctx.kb_attached)
-              if attach_key(m) not in ctx.kb_attached][:KB_PER_RESULT]
+    chosen: list = []
+    each, most = (KB_PER_RESULT, KB_PER_RESULT) if len(texts) == 1 else (1, KB_PER_VERDICT)
+    for one in texts:
+        known = set(ctx.kb_attached) | {attach_key(m) for m in chosen}
+        chosen += [m for m in ctx.kb.search(one, limit=4, seen=lambda m: attach_key(m) in ctx.kb_attached)
+                   if attach_key(m) not in known][:each]
+        if len(chosen) >= most:
+            break
+    chosen = chosen[:most]
     if not chosen:
         return message, hint
     ctx.kb_attached += [attach_key(m) for m in chosen]
