@@ -299,6 +299,30 @@ def test_a_harness_that_runs_only_build_machine_programs_does_not_make_it_tested
     assert report["proof"] == "exercised" and "starts a target program" in report["proof_why"], report["proof_why"]
 
 
+@pytest.mark.slow
+def test_a_script_test_that_finds_its_target_program_itself_is_tied_by_running_it_again(tmp_path):
+    """json-c's tests are scripts that find their programs themselves: no command names a target program. Run
+    again alone with qemu's per-process record, the script shows that it started one; a script beside it that
+    starts none (the build machine's `true`) still does not count, and what ran is said."""
+    src = tmp_path / "selfish"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(selfish C)\nenable_testing()\n"
+        "add_executable(hsumtool tool.c hsum.c)\ninstall(TARGETS hsumtool)\n"
+        'add_test(NAME host.only COMMAND sh -c "true")\n'
+        "add_test(NAME finds_it COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/finds_it.sh "
+        "WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})\n")
+    (src / "finds_it.sh").write_text('#!/bin/sh\n[ "$(./hsumtool 20 22)" = 42 ]\n')
+    (src / "tool.c").write_text(TOOL)
+    (src / "hsum.c").write_text(LIBRARY)
+    report = _quick(src, tmp_path / "ws", "--system", "cmake")
+    runs = {r["path"]: r for r in report["smoke_runs"]}
+    assert runs["finds_it"]["passed"] and runs["finds_it"]["on_target"], runs
+    assert "when it ran again alone" in runs["finds_it"]["why"]
+    assert runs["host.only"]["on_target"] is False
+    assert report["proof"] == "tested", report["proof_why"]
+
+
 def test_the_targets_library_folders_reach_target_programs_only(tmp_path):
     """The folders the build wrote its shared libraries to go to qemu (QEMU_SET_ENV), never to LD_LIBRARY_PATH,
     which the host programs starting the sandbox would read; a folder whose name holds a separator is left out."""

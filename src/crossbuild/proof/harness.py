@@ -10,10 +10,12 @@ found no test leaves the verdict to the test-like executables (smoke.py).
 
 A test counts towards `tested` only when it is tied to a target program (levels.py): its command, as the
 project's own test list defines it (`ctest --show-only=json-v1`, `meson introspect --tests`), names the emulator or
-one of the target executables the verifier found; for automake, the test is one of those executables. A harness
-of scripts around build-machine programs proves nothing about the target. What the harness recorded is read by
-harness_records.py; the target's library folders reach target programs only through qemu (QEMU_SET_ENV), never
-the host programs that start the sandbox.
+one of the target executables the verifier found; for automake, the test is one of those executables. When no
+passing test is tied so (scripts that find their programs themselves: json-c's), a few passing tests run again,
+each alone, with qemu keeping a record of every process it runs (make_goal.py): one during which qemu ran a target
+program is tied. A harness of scripts around build-machine programs proves nothing about the target. What the
+harness recorded is read by harness_records.py; the target's library folders reach target programs only through
+qemu (QEMU_SET_ENV), never the host programs that start the sandbox.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ JOBS = min(os.cpu_count() or 1, 4)  # tests side by side, as the build's own job
 # qemu) costs the whole limit, and twice after a verdict's fix, within an evaluation cell's hour.
 SUITE_S = 150.0
 _ABSOLUTE = re.compile(r"/[^\s\"';=,:]+")  # an absolute path inside a command argument (`-DCLI=/ws/build/x`)
+RUN_AGAIN = 3  # passing tests run again alone, with qemu's record, when no passing test's command names the target
+_CMAKE_REGEX_SPECIAL = re.compile(r"[.^$*+?()\[\]{}|\\]")  # escaped with a backslash in CTest's -R
 
 
 @dataclass
@@ -88,6 +92,8 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie(runs, harness, commands, executables | emulator)
+    if not any(r.passed and r.on_target for r in runs):
+        _tie_by_running_again(runs, harness, toolchain, box, env, max(timeout, SUITE_S) * scale, log_dir)
     # tests all skipped or not built (BUILD_TESTING off leaves CTest's file): the executables say what they can
     return runs if any(not r.skipped for r in runs) else []
 
@@ -191,6 +197,40 @@ def tie(runs: list[SmokeRun], harness: Harness, commands: dict[str, list[str]], 
             continue
         command = commands.get(r.path) or commands.get(r.path.split(":", 1)[-1]) or []
         r.on_target = any(path in target_programs for arg in command for path in _ABSOLUTE.findall(arg))
+
+
+def _tie_by_running_again(runs: list[SmokeRun], harness: Harness, toolchain: Toolchain, box: Sandbox,
+                          env: dict[str, str], limit: float, log_dir: Path) -> None:
+    """No passing test's command names a target program (json-c's tests are scripts that find their programs
+    themselves): run up to RUN_AGAIN of the passing tests once more, each alone and the quickest first, with qemu
+    keeping its per-process record (make_goal's evidence folder); the first that passes again and during which
+    qemu ran a target program is tied to the target."""
+    ws = toolchain.workspace
+    passing = sorted((r for r in runs if r.passed and not r.on_target), key=lambda r: r.duration_s or 0.0)
+    for n, r in enumerate(passing[:RUN_AGAIN]):
+        argv = _one_test(harness, r.path)
+        if argv is None:
+            return
+        evidence = make_goal.evidence_folder(ws, os.path.relpath(toolchain.scratch, ws))
+        res = box.run(argv, cwd=harness.cwd, env=env | make_goal.evidence_env(ws / evidence),
+                      log_path=log_dir / f"harness-again-{n}.log",
+                      limits=Limits(timeout_s=limit + 60, max_output_bytes=16 << 20))
+        started = make_goal.programs_started(ws, evidence)
+        if res.ok and started:
+            r.on_target = True
+            r.why = f"{started} target program run(s) under qemu when it ran again alone"
+            return
+
+
+def _one_test(harness: Harness, name: str) -> list[str] | None:
+    """The command that runs only the test NAME of HARNESS (its setup fixtures too, for CTest), or None."""
+    if harness.name == "ctest":
+        return [harness.argv[0], "--no-tests=error", "-R", "^" + _CMAKE_REGEX_SPECIAL.sub(r"\\\g<0>", name) + "$"]
+    if harness.name == "meson test":
+        return [harness.argv[0], "test", "--no-rebuild", name]
+    if harness.name == "make check" and "=" not in name and not name.startswith("-"):
+        return ["make", "check", f"TESTS={name}"]
+    return None
 
 
 def _built_since(folder: Path, target: Target, since: float, prune: frozenset[str]) -> list[dict]:
