@@ -49,7 +49,7 @@ def _key(name: str) -> str:
     n = name.strip().lower()
     n = re.sub(r"::.*$", "", n)  # PNG::PNG -> png
     n = re.sub(r"\.h$", "", n)  # zlib.h -> zlib
-    n = re.sub(r"^lib(?=.)", "", n) if n not in ("libuv1", "libpng1.6", "libjpeg-turbo", "libyaml") else n
+    n = re.sub(r"^lib(?=.)", "", n)  # libzstd -> zstd (a source named lib..., libuv1, keys as uv1 on both sides)
     return n
 
 
