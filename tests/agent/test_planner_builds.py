@@ -542,6 +542,27 @@ def test_debian_rules_switches_that_only_turn_features_off_are_followed_and_said
     assert [run for run in out["verify"]["smoke_runs"] if run["passed"]]  # the tests still ran
 
 
+@pytest.mark.slow
+def test_the_version_debian_passes_for_a_tarball_without_git_is_passed_too(tmp_path):
+    """Like google benchmark's: the CMake project reads its version from git, which a release tarball lacks (an
+    empty VERSION property stops the configure); Debian passes it from its changelog through dpkg's pkg-info.mk,
+    and so does the planner. Debian's switch to the system's copy of a test framework is not a test switch."""
+    project = tmp_path / "calc"
+    shutil.copytree(EXAMPLE, project)
+    text = (project / "CMakeLists.txt").read_text()
+    (project / "CMakeLists.txt").write_text(text.replace("VERSION ${PROJECT_VERSION}", "VERSION ${GIT_VERSION}"))
+    (project / "debian").mkdir()
+    (project / "debian" / "changelog").write_text("libcalc (1.0.0-2) unstable; urgency=medium\n\n  * Upload.\n")
+    (project / "debian" / "rules").write_text(
+        "#!/usr/bin/make -f\ninclude /usr/share/dpkg/pkg-info.mk\n%:\n\tdh $@ --buildsystem=cmake\n"
+        "override_dh_auto_configure:\n\tdh_auto_configure -- -DGIT_VERSION=\"$(DEB_VERSION_UPSTREAM)\" "
+        "-DCALC_USE_BUNDLED_GTEST=OFF\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", r.stdout[-3000:] + r.stderr[-2000:]
+    assert "from debian/rules: -DCALC_USE_BUNDLED_GTEST=OFF -DGIT_VERSION=1.0.0" in out["message"]
+    assert out["verify"]["proof"] == "tested"
+
+
 def _program_with_library(tmp_path, name, main_c, build_file, text):
     """A project of MAIN_C and lib.c (`int lib(void)` returns 1) built by BUILD_FILE (Makefile, CMakeLists.txt)."""
     project = tmp_path / name

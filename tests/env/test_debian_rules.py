@@ -156,3 +156,49 @@ def test_only_plain_unconditional_echo_lines_into_package_paths_count():
     conditional = "ifeq ($(DEB_HOST_ARCH),amd64)\nbuild:\n\techo a > x.h\nendif\n"
     assert parse(conditional).written_files == ()
     assert parse("build:\n\t@echo a > x.h\n\techo b >> x.h\n").written_files == (("x.h", "a\nb\n"),)
+
+
+BENCHMARK_RULES = """\
+#!/usr/bin/make -f
+include /usr/share/dpkg/pkg-info.mk
+
+%:
+\tdh $@ --buildsystem=cmake
+
+override_dh_auto_configure:
+\tdh_auto_configure -- -DGIT_VERSION="$(DEB_VERSION_UPSTREAM)" \\
+\t\t-DBUILD_SHARED_LIBS=ON -DFULL=$(DEB_VERSION) -DNAME=$(DEB_SOURCE)
+"""
+
+
+def test_the_version_is_read_from_the_top_of_a_long_changelog(tmp_path):
+    (tmp_path / "src" / "debian").mkdir(parents=True)
+    (tmp_path / "src" / "debian" / "rules").write_text(BENCHMARK_RULES)
+    (tmp_path / "src" / "debian" / "changelog").write_text(
+        "benchmark (1.7.1-1) unstable; urgency=medium\n" + "  * an old change\n" * 2000)
+    assert debian_rules.read(tmp_path).upstream_version == "1.7.1"
+
+
+def test_the_upstream_version_debian_passes_for_a_tarball_without_git_is_taken_and_nothing_else():
+    # google benchmark's release tarball has no .git: its CMake reads the version from git, Debian passes it
+    rules = debian_rules.parse(BENCHMARK_RULES, "benchmark (1:1.7.1-1) unstable; urgency=medium")
+    assert rules.upstream_version == "1.7.1"
+    assert "-DGIT_VERSION=1.7.1" in rules.configure_args and "-DFULL=1:1.7.1-1" in rules.configure_args
+    assert debian_rules.version_args(list(rules.configure_args), rules.system, rules.upstream_version) == \
+        {"cmake_args": ["-DGIT_VERSION=1.7.1"]}
+    # without pkg-info.mk the variables are empty in make: nothing is made up
+    plain = debian_rules.parse(BENCHMARK_RULES.replace("include /usr/share/dpkg/pkg-info.mk", ""),
+                               "benchmark (1.7.1-1) unstable; urgency=medium")
+    assert plain.upstream_version is None and not any("GIT_VERSION" in a for a in plain.configure_args)
+    # a changelog line that is not one (a hostile package) gives no version
+    odd = debian_rules.parse(BENCHMARK_RULES, "benchmark ($(shell rm -rf /)) unstable")
+    assert odd.upstream_version is None
+    assert debian_rules.version_args(["-DGIT_VERSION=1.7.1"], "cmake", None) == {}
+
+
+def test_a_projects_prefix_or_a_bundled_copy_does_not_make_a_switch_a_test_switch():
+    taken = debian_rules.switches_off(["-DBENCHMARK_ENABLE_WERROR=OFF", "-DBENCHMARK_USE_BUNDLED_GTEST=OFF",
+                                       "-DBENCHMARK_ENABLE_GTEST_TESTS=OFF", "-DBENCHMARK_ENABLE_TESTING=OFF",
+                                       "-DLEVELDB_BUILD_BENCHMARKS=OFF", "-DZSTD_BUILD_PROGRAMS=OFF",
+                                       "-DBUILD_TESTING=OFF", "--disable-tests"], "cmake")
+    assert taken == {"cmake_args": ["-DBENCHMARK_ENABLE_WERROR=OFF", "-DBENCHMARK_USE_BUNDLED_GTEST=OFF"]}

@@ -35,6 +35,10 @@ _ASSIGNMENT = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\+=|:=|\?=
 _REFERENCE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]")
 _OFF_VALUE = re.compile(r"^-D[\w.-]+(?::\w+)?=(?:OFF|off|Off|FALSE|false|NO|no|0|disabled)$")
 _PROOF_OPTION = re.compile(r"TEST|CHECK|PROGRAM|EXAMPLE|DEMO|SAMPLE|BENCH", re.IGNORECASE)
+_OPTION_VERBS = {"BUILD", "ENABLE", "DISABLE", "WITH", "WITHOUT", "USE", "INSTALL", "HAVE", "ENABLED"}
+_COPY_WORDS = {"BUNDLED", "VENDORED", "EMBEDDED", "INTERNAL", "BUILTIN", "DOWNLOAD", "FETCH", "SYSTEM", "EXTERNAL"}
+_PKG_INFO = re.compile(r"^\s*-?include\s+/usr/share/dpkg/(pkg-info|default)\.mk\s*$", re.MULTILINE)
+_CHANGELOG_TOP = re.compile(r"^[a-z0-9][a-z0-9.+-]* \(([0-9][A-Za-z0-9.+~:-]{0,80})\) ")  # `name (version) dist;`
 _CURDIR = "@CURDIR@"  # the package root, where make runs debian/rules
 _DH_COMMAND = re.compile(r"^\s*-?(dh|dh_auto_configure|dh_auto_build)\s")
 _FOLDER_OPTIONS = {"--sourcedirectory": "sourcedir", "--sourcedir": "sourcedir", "-D": "sourcedir",
@@ -56,6 +60,9 @@ class DebianRules:
     # after `dh_auto_build --`: make goals and NAME=value variables (http-parser: `package library`; re2:
     # REBUILD_TABLES=1), only from calls whose arguments are all plain goals or literal variables
     build_args: tuple[str, ...] = ()
+    # debian/changelog's upstream version, when debian/rules includes dpkg's pkg-info.mk: Debian passes it where a
+    # release tarball has no git to read it from (benchmark: -DGIT_VERSION="$(DEB_VERSION_UPSTREAM)")
+    upstream_version: str | None = None
     # files the rules write with plain `echo ... > FILE` lines (lua5.4: src/lua5.4-deb-multiarch.h, which Debian's
     # luaconf.h patch includes): path below the package root -> content, Debian's host variables left as $(NAME)
     written_files: tuple[tuple[str, str], ...] = ()
@@ -104,13 +111,36 @@ def switches_off(configure_args: list[str], system: str | None) -> dict[str, lis
     configure, but Meson stops on an unknown option: -D goes to Meson only when dh builds with Meson too."""
     off: dict[str, list[str]] = {}
     for arg in configure_args:
-        if _PROOF_OPTION.search(arg):
+        if _turns_proof_off(arg):
             continue
         if _OFF_VALUE.match(arg):
             off.setdefault("meson_args" if system == "meson" else "cmake_args", []).append(arg)
         elif arg.startswith(("--disable-", "--without-")) and "=" not in arg:
             off.setdefault("configure_args", []).append(arg)
     return off
+
+
+def _turns_proof_off(arg: str) -> bool:
+    """Whether ARG names tests, programs or examples. For -DNAME, the words before its verb are the project's
+    prefix (BENCHMARK_ENABLE_WERROR is not a benchmark switch), and an option choosing a bundled or downloaded copy
+    (BENCHMARK_USE_BUNDLED_GTEST=OFF: the system's googletest) keeps the tests."""
+    if not arg.startswith("-D"):
+        return _PROOF_OPTION.search(arg) is not None
+    words = re.split(r"[_-]", arg[2:].split("=", 1)[0].split(":", 1)[0].upper())
+    verb = next((i for i, w in enumerate(words) if i and w in _OPTION_VERBS), 0)
+    words = words[verb:]
+    return not set(words) & _COPY_WORDS and _PROOF_OPTION.search("_".join(words)) is not None
+
+
+def version_args(configure_args: list[str], system: str | None, upstream_version: str | None) -> dict[str, list[str]]:
+    """The -D arguments of Debian's configure step whose value is the upstream version (what a release tarball's
+    build cannot read from git: benchmark's GIT_VERSION), keyed like switches_off; they name a version and turn
+    nothing on."""
+    if not upstream_version:
+        return {}
+    pattern = re.compile(r"^-D[\w.-]+(?::\w+)?=" + re.escape(upstream_version) + "$")
+    found = [arg for arg in configure_args if pattern.match(arg)]
+    return {"meson_args" if system == "meson" else "cmake_args": found} if found else {}
 
 
 def file_named(paths: Iterable[str], name: str) -> str | None:
@@ -125,12 +155,25 @@ def read(anchor: Path, rel: str = "src") -> DebianRules | None:
         text = safefs.read_text(anchor, f"{rel}/debian/rules", max_bytes=1 << 20)
     except (OSError, ValueError):
         return None
-    return parse(text)
+    try:  # its first line names the version; the whole file is the package's history
+        top = safefs.read_page(anchor, f"{rel}/debian/changelog", offset=0, size=512)[0]
+    except OSError:
+        top = b""
+    return parse(text, top.decode("utf-8", "replace").split("\n", 1)[0])
 
 
-def parse(text: str) -> DebianRules:
+def parse(text: str, changelog_top: str = "") -> DebianRules:
+    """The hints of debian/rules TEXT; CHANGELOG_TOP, debian/changelog's first line, gives dpkg's pkg-info.mk
+    version variables their values when the rules include it."""
     lines = _logical_lines(text)
     variables = _plain_variables(lines)
+    upstream = None
+    if _PKG_INFO.search(text) and (version := _CHANGELOG_TOP.match(changelog_top)):
+        full = version.group(1)
+        upstream = re.sub(r"^\d+:", "", full).rsplit("-", 1)[0] if "-" in full else re.sub(r"^\d+:", "", full)
+        variables = {"DEB_VERSION": full, "DEB_VERSION_UPSTREAM": upstream,
+                     "DEB_VERSION_EPOCH_UPSTREAM": full.rsplit("-", 1)[0] if "-" in full else full,
+                     "DEB_VERSION_UPSTREAM_REVISION": re.sub(r"^\d+:", "", full)} | variables
     found: dict[str, str] = {}
     autoreconf: bool | None = None
     configure: tuple[list[str], list[str]] | None = None
@@ -168,7 +211,8 @@ def parse(text: str) -> DebianRules:
     return DebianRules(buildsystem=found.get("buildsystem"), sourcedir=found.get("sourcedir"),
                        builddir=found.get("builddir"), autoreconf=autoreconf, configure_args=tuple(kept),
                        dropped_args=tuple(dropped), cross_env=_cross_exports(lines),
-                       build_args=tuple(dict.fromkeys(build)), written_files=_echoed_files(lines, variables))
+                       build_args=tuple(dict.fromkeys(build)), written_files=_echoed_files(lines, variables),
+                       upstream_version=upstream)
 
 
 def _cross_exports(lines: list[str]) -> tuple[tuple[str, str], ...]:

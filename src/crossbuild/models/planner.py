@@ -274,9 +274,13 @@ class Planner:
             s.notes.append(f"the Makefile's own switch for cross-building: make {' '.join(cross)}")
 
     def _take_debian_hints(self, rules: dict[str, Any]) -> None:
-        """Debian's own configure switches that can only turn a feature off (debian_rules.switches_off), and the
-        variables its rules export when cross-building (every command gets them)."""
+        """Debian's own configure switches that can only turn a feature off (debian_rules.switches_off) or name
+        the upstream version (version_args), and the variables its rules export when cross-building (every
+        command gets them)."""
         off = debian_rules.switches_off(rules.get("configure_args", []), rules.get("system"))
+        for key, args in debian_rules.version_args(rules.get("configure_args", []), rules.get("system"),
+                                                   rules.get("upstream_version")).items():
+            off[key] = off.get(key, []) + args
         for key, args in off.items():
             self.state.extra[key] += args
         if off:
