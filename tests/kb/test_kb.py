@@ -128,6 +128,8 @@ def test_a_missing_package_is_fingerprinted_by_its_name_not_by_the_cmake_module_
     ("absl", "abseil"), ("OpenSSL", "openssl"), ("openssl/ssl.h", "openssl"), ("libzstd", "libzstd"),
     ("zstd", "libzstd"), ("BZip2", "bzip2"), ("LibLZMA", "xz-utils"), ("GTest", "googletest"),
     ("libxml-2.0", "libxml2"), ("debian:zlib", "zlib"), ("debian:libfoo2", "libfoo2"),
+    # an include path as the header-not-found entry names it (`.h` stripped), looked up in Debian's Contents
+    ("gmock/gmock", "googletest"), ("benchmark/benchmark", "benchmark"), ("benchmark/benchmark.h", "benchmark"),
 ])
 def test_dependency_mapping(asked, source):
     assert deps.resolve(asked).source == source
@@ -135,7 +137,8 @@ def test_dependency_mapping(asked, source):
 
 @pytest.mark.parametrize("asked", ["/root/.config/secrets", "../../etc", "./vendor/zlib", "~/src/zlib",
                                    "https://example.org/zlib.tar.gz", "zlib-1.3.tar.gz", "debian:../zlib",
-                                   "debian:Zlib Thing"])
+                                   "debian:Zlib Thing", "a/../etc/passwd", "include/.hidden/x.h",
+                                   "/usr/include/zlib.h"])
 def test_dependency_names_never_select_a_host_path(asked):
     with pytest.raises(deps.UnknownDependencyError, match="path or a URL|not a Debian source package name"):
         deps.resolve(asked)

@@ -54,6 +54,8 @@ def _key(name: str) -> str:
 
 
 _DEBIAN_NAME = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")  # Debian policy 5.6.1 (source package names)
+# a header as a project includes it (gmock/gmock, benchmark/benchmark.h): relative, each part a plain name, no `..`
+_INCLUDE_PATH = re.compile(r"^[\w+-][\w.+-]*(/[\w+-][\w.+-]*)+$")
 
 
 def resolve(name: str, user_sources: dict[str, str] | None = None) -> Package:
@@ -75,7 +77,11 @@ def resolve(name: str, user_sources: dict[str, str] | None = None) -> Package:
             raise UnknownDependencyError(f"{name!r} is not a Debian source package name (lowercase letters, digits "
                                          "and . + -, e.g. debian:zlib).")
         return packages.get(source, Package(source))
-    if "/" in name or name.startswith(("~", ".")) or "://" in name or name.endswith((".tar.gz", ".tar.xz", ".tgz")):
+    if _INCLUDE_PATH.match(name):  # `#include <benchmark/benchmark.h>`: a path in Contents, never opened here
+        found_in_index = _from_index(name if name.endswith((".h", ".hpp", ".hh")) else f"{name}.h")
+        if found_in_index is not None:
+            return found_in_index
+    elif "/" in name or name.startswith(("~", ".")) or "://" in name or name.endswith((".tar.gz", ".tar.xz", ".tgz")):
         raise UnknownDependencyError(
             f"{name[:200]!r} is a path or a URL; dependencies are named, never fetched from a path a build printed "
             "or a model chose. Give what the build asks for (a CMake package, a pkg-config module, a header or "
