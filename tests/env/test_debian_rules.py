@@ -3,7 +3,7 @@ make variables that cannot be known without running make is left out and counted
 
 from __future__ import annotations
 
-from crossbuild.env import debian_rules
+from crossbuild.env import debian_args, debian_rules
 from crossbuild.env.debian_rules import parse
 
 
@@ -64,10 +64,10 @@ def test_read_finds_the_file_below_the_workspace_and_never_follows_a_link(tmp_pa
 def test_only_switches_that_turn_a_feature_off_are_offered_and_never_the_proof():
     args = ["-DFMT_DOC=off", "-DX:BOOL=OFF", "-DBUILD_TESTING=OFF", "-DENABLE_PROGRAMS=OFF", "-DUSE_HTTPS=mbedTLS",
             "-DWITH_Y=ON", "--disable-static", "--without-openssl", "--disable-tests", "--enable-z", "--disable-q=no"]
-    assert debian_rules.switches_off(args, "cmake") == {"cmake_args": ["-DFMT_DOC=off", "-DX:BOOL=OFF"],
+    assert debian_args.switches_off(args, "cmake") == {"cmake_args": ["-DFMT_DOC=off", "-DX:BOOL=OFF"],
                                                         "configure_args": ["--disable-static", "--without-openssl"]}
-    assert list(debian_rules.switches_off(["-DDOCS=false"], "meson")) == ["meson_args"]
-    assert debian_rules.switches_off(["-DDOCS=false"], None) == {"cmake_args": ["-DDOCS=false"]}  # Meson would stop
+    assert list(debian_args.switches_off(["-DDOCS=false"], "meson")) == ["meson_args"]
+    assert debian_args.switches_off(["-DDOCS=false"], None) == {"cmake_args": ["-DDOCS=false"]}  # Meson would stop
 
 
 def test_what_debian_exports_only_when_cross_building_is_taken_and_nothing_else():
@@ -184,7 +184,7 @@ def test_the_upstream_version_debian_passes_for_a_tarball_without_git_is_taken_a
     rules = debian_rules.parse(BENCHMARK_RULES, "benchmark (1:1.7.1-1) unstable; urgency=medium")
     assert rules.upstream_version == "1.7.1"
     assert "-DGIT_VERSION=1.7.1" in rules.configure_args and "-DFULL=1:1.7.1-1" in rules.configure_args
-    assert debian_rules.version_args(list(rules.configure_args), rules.system, rules.upstream_version) == \
+    assert debian_args.version_args(list(rules.configure_args), rules.system, rules.upstream_version) == \
         {"cmake_args": ["-DGIT_VERSION=1.7.1"]}
     # without pkg-info.mk the variables are empty in make: nothing is made up
     plain = debian_rules.parse(BENCHMARK_RULES.replace("include /usr/share/dpkg/pkg-info.mk", ""),
@@ -193,11 +193,11 @@ def test_the_upstream_version_debian_passes_for_a_tarball_without_git_is_taken_a
     # a changelog line that is not one (a hostile package) gives no version
     odd = debian_rules.parse(BENCHMARK_RULES, "benchmark ($(shell rm -rf /)) unstable")
     assert odd.upstream_version is None
-    assert debian_rules.version_args(["-DGIT_VERSION=1.7.1"], "cmake", None) == {}
+    assert debian_args.version_args(["-DGIT_VERSION=1.7.1"], "cmake", None) == {}
 
 
 def test_a_projects_prefix_or_a_bundled_copy_does_not_make_a_switch_a_test_switch():
-    taken = debian_rules.switches_off(["-DBENCHMARK_ENABLE_WERROR=OFF", "-DBENCHMARK_USE_BUNDLED_GTEST=OFF",
+    taken = debian_args.switches_off(["-DBENCHMARK_ENABLE_WERROR=OFF", "-DBENCHMARK_USE_BUNDLED_GTEST=OFF",
                                        "-DBENCHMARK_ENABLE_GTEST_TESTS=OFF", "-DBENCHMARK_ENABLE_TESTING=OFF",
                                        "-DLEVELDB_BUILD_BENCHMARKS=OFF", "-DZSTD_BUILD_PROGRAMS=OFF",
                                        "-DBUILD_TESTING=OFF", "--disable-tests"], "cmake")

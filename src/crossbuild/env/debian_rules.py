@@ -33,10 +33,6 @@ _TOOLCHAIN_VARIABLES = re.compile(r"^(CC|CXX|CPP|AR|AS|LD|NM|RANLIB|STRIP|OBJCOP
                                   r"PATH|HOME|SHELL|\w*_FOR_BUILD|HOST_\w+|BUILD_\w+|DEB_\w+|DH_\w+)$")
 _ASSIGNMENT = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\+=|:=|\?=|=)\s*(.*)$")
 _REFERENCE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]")
-_OFF_VALUE = re.compile(r"^-D[\w.-]+(?::\w+)?=(?:OFF|off|Off|FALSE|false|NO|no|0|disabled)$")
-_PROOF_OPTION = re.compile(r"TEST|CHECK|PROGRAM|EXAMPLE|DEMO|SAMPLE|BENCH", re.IGNORECASE)
-_OPTION_VERBS = {"BUILD", "ENABLE", "DISABLE", "WITH", "WITHOUT", "USE", "INSTALL", "HAVE", "ENABLED"}
-_COPY_WORDS = {"BUNDLED", "VENDORED", "EMBEDDED", "INTERNAL", "BUILTIN", "DOWNLOAD", "FETCH", "SYSTEM", "EXTERNAL"}
 _PKG_INFO = re.compile(r"^\s*-?include\s+/usr/share/dpkg/(pkg-info|default)\.mk\s*$", re.MULTILINE)
 _CHANGELOG_TOP = re.compile(r"^[a-z0-9][a-z0-9.+-]* \(([0-9][A-Za-z0-9.+~:-]{0,80})\) ")  # `name (version) dist;`
 _CURDIR = "@CURDIR@"  # the package root, where make runs debian/rules
@@ -101,46 +97,6 @@ class DebianRules:
         if self.written_files:
             said.append(f"writes {', '.join(path for path, _ in self.written_files)}")
         return "; ".join(said)
-
-
-def switches_off(configure_args: list[str], system: str | None) -> dict[str, list[str]]:
-    """The arguments of Debian's configure step that can only turn a feature off (-DX=OFF, --disable-x,
-    --without-x: documentation, a TLS backend, a variant of the library), keyed by the recipe argument list they
-    join; never one that turns something on (it could need a dependency), and never the tests, programs or examples
-    the verifier runs as proof. An unknown -D only warns in CMake and an unknown --disable-x only warns in
-    configure, but Meson stops on an unknown option: -D goes to Meson only when dh builds with Meson too."""
-    off: dict[str, list[str]] = {}
-    for arg in configure_args:
-        if _turns_proof_off(arg):
-            continue
-        if _OFF_VALUE.match(arg):
-            off.setdefault("meson_args" if system == "meson" else "cmake_args", []).append(arg)
-        elif arg.startswith(("--disable-", "--without-")) and "=" not in arg:
-            off.setdefault("configure_args", []).append(arg)
-    return off
-
-
-def _turns_proof_off(arg: str) -> bool:
-    """Whether ARG names tests, programs or examples. For -DNAME, the words before its verb are the project's
-    prefix (BENCHMARK_ENABLE_WERROR is not a benchmark switch), and an option choosing a bundled or downloaded copy
-    (BENCHMARK_USE_BUNDLED_GTEST=OFF: the system's googletest) keeps the tests."""
-    if not arg.startswith("-D"):
-        return _PROOF_OPTION.search(arg) is not None
-    words = re.split(r"[_-]", arg[2:].split("=", 1)[0].split(":", 1)[0].upper())
-    verb = next((i for i, w in enumerate(words) if i and w in _OPTION_VERBS), 0)
-    words = words[verb:]
-    return not set(words) & _COPY_WORDS and _PROOF_OPTION.search("_".join(words)) is not None
-
-
-def version_args(configure_args: list[str], system: str | None, upstream_version: str | None) -> dict[str, list[str]]:
-    """The -D arguments of Debian's configure step whose value is the upstream version (what a release tarball's
-    build cannot read from git: benchmark's GIT_VERSION), keyed like switches_off; they name a version and turn
-    nothing on."""
-    if not upstream_version:
-        return {}
-    pattern = re.compile(r"^-D[\w.-]+(?::\w+)?=" + re.escape(upstream_version) + "$")
-    found = [arg for arg in configure_args if pattern.match(arg)]
-    return {"meson_args" if system == "meson" else "cmake_args": found} if found else {}
 
 
 def file_named(paths: Iterable[str], name: str) -> str | None:

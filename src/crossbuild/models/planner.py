@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crossbuild.env import debian_rules, recipes
+from crossbuild.env import debian_args, debian_rules, recipes
 from crossbuild.models.base import Message, ToolCall, Turn
 from crossbuild.proof.tests_off import TEST_NAME, split_targets, tests_off_by_default, turns_tests_off
 from crossbuild.tools.base import Toolset
@@ -274,11 +274,11 @@ class Planner:
             s.notes.append(f"the Makefile's own switch for cross-building: make {' '.join(cross)}")
 
     def _take_debian_hints(self, rules: dict[str, Any]) -> None:
-        """Debian's own configure switches that can only turn a feature off (debian_rules.switches_off) or name
+        """Debian's own configure switches that can only turn a feature off (debian_args.switches_off) or name
         the upstream version (version_args), and the variables its rules export when cross-building (every
         command gets them)."""
-        off = debian_rules.switches_off(rules.get("configure_args", []), rules.get("system"))
-        for key, args in debian_rules.version_args(rules.get("configure_args", []), rules.get("system"),
+        off = debian_args.switches_off(rules.get("configure_args", []), rules.get("system"))
+        for key, args in debian_args.version_args(rules.get("configure_args", []), rules.get("system"),
                                                    rules.get("upstream_version")).items():
             off[key] = off.get(key, []) + args
         for key, args in off.items():
