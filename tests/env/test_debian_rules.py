@@ -202,3 +202,19 @@ def test_a_projects_prefix_or_a_bundled_copy_does_not_make_a_switch_a_test_switc
                                        "-DLEVELDB_BUILD_BENCHMARKS=OFF", "-DZSTD_BUILD_PROGRAMS=OFF",
                                        "-DBUILD_TESTING=OFF", "--disable-tests"], "cmake")
     assert taken == {"cmake_args": ["-DBENCHMARK_ENABLE_WERROR=OFF", "-DBENCHMARK_USE_BUNDLED_GTEST=OFF"]}
+
+
+def test_real_test_switches_and_non_version_names_are_still_refused():
+    for arg in ("-DFOO_TESTS_ENABLED=OFF", "-DCHECK_ENABLE=OFF", "-DBUILD_INTERNAL_TESTS=OFF"):
+        assert debian_args.switches_off([arg], "cmake") == {}, arg
+    assert debian_args.switches_off(["-DUSE_SYSTEM_CATCH2=OFF"], "cmake") == {"cmake_args": ["-DUSE_SYSTEM_CATCH2=OFF"]}
+    got = debian_args.version_args(["-DCMAKE_TOOLCHAIN_FILE=0", "-DBUILD_TESTING=0", "-DTEST_VERSION=0",
+                                    "-DPROJECT_VERSION=0"], "cmake", "0")
+    assert got == {"cmake_args": ["-DPROJECT_VERSION=0"]}
+
+
+def test_a_rules_file_of_blank_lines_is_read_in_linear_time():
+    import time
+    start = time.monotonic()
+    debian_rules.parse("%:\n\tdh $@\n" + "\n" * 200_000 + "include /usr/share/dpkg/pkg-info.mk\n", "x (1-1) u")
+    assert time.monotonic() - start < 5  # quadratic took hours on 1 MB

@@ -138,7 +138,7 @@ def test_dependency_mapping(asked, source):
 @pytest.mark.parametrize("asked", ["/root/.config/secrets", "../../etc", "./vendor/zlib", "~/src/zlib",
                                    "https://example.org/zlib.tar.gz", "zlib-1.3.tar.gz", "debian:../zlib",
                                    "debian:Zlib Thing", "a/../etc/passwd", "include/.hidden/x.h",
-                                   "/usr/include/zlib.h"])
+                                   "/usr/include/zlib.h", "github.com/google/googletest", "deps/zlib-1.3.tar.gz"])
 def test_dependency_names_never_select_a_host_path(asked):
     with pytest.raises(deps.UnknownDependencyError, match="path or a URL|not a Debian source package name"):
         deps.resolve(asked)

@@ -52,6 +52,16 @@ def test_the_same_failure_printed_in_another_order_is_the_projects():
     assert run.failed
 
 
+def test_a_reason_only_one_run_printed_is_another_failure_even_with_a_shared_summary():
+    """A hostile review's cases: the target's reason must be printed there and the build machine's here."""
+    run = _failed("got 3.0000001 want 3\n1 of 20 tests failed")
+    _compare(run, _failed("Error: cannot open fixture\n1 of 20 tests failed"), X86)
+    assert run.failed
+    run = _failed("check 1: expected 4 got 5")
+    _compare(run, _failed("Error: cannot open fixture\ncheck 1: expected 4 got 4"), X86)
+    assert run.failed
+
+
 def test_another_failure_there_or_a_pass_there_still_blocks_and_says_so():
     run = _failed("expected alignment 8, got 4")
     _compare(run, _failed("mismatch in the golden file"), X86)

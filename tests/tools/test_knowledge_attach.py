@@ -4,7 +4,7 @@ tests' `unexpected new`, whose fix, -fno-builtin, makes them pass)."""
 
 from __future__ import annotations
 
-from crossbuild.tools.knowledge import KB_PER_RESULT, KB_PER_VERDICT, attach_knowledge
+from crossbuild.tools.knowledge import KB_PER_RESULT, KB_PER_VERDICT, KB_TEXTS, attach_knowledge
 
 PACKAGE_CONFIG = ("ctest cmake_package_config_generate: ctest reported it failed\n"
                   "CMake Error at CMakeLists.txt:4 (find_package):\n"
@@ -34,3 +34,10 @@ def test_one_failure_still_gets_its_best_entries_and_no_more(ctx):
     assert 1 <= len(data["kb"]) <= KB_PER_RESULT
     empty: dict = {}
     assert attach_knowledge(ctx, ["", "  \n"], "m", "h", empty) == ("m", "h") and "kb" not in empty
+
+
+def test_a_suite_of_many_failures_is_searched_for_its_first_ones_only(ctx):
+    quiet = ["ctest t: ctest reported it failed\nnothing telling here\n"] * KB_TEXTS
+    data: dict = {}
+    attach_knowledge(ctx, [*quiet, UNEXPECTED_NEW], "NOT VERIFIED", None, data)
+    assert "kb" not in data  # the match after the first KB_TEXTS failures is not searched

@@ -10,6 +10,7 @@ import re
 _OFF_VALUE = re.compile(r"^-D[\w.-]+(?::\w+)?=(?:OFF|off|Off|FALSE|false|NO|no|0|disabled)$")
 _PROOF_OPTION = re.compile(r"TEST|CHECK|PROGRAM|EXAMPLE|DEMO|SAMPLE|BENCH", re.IGNORECASE)
 _OPTION_VERBS = {"BUILD", "ENABLE", "DISABLE", "WITH", "WITHOUT", "USE", "INSTALL", "HAVE", "ENABLED"}
+_FRAMEWORKS = {"GTEST", "GOOGLETEST", "GMOCK", "CATCH", "CATCH2", "BENCHMARK", "DOCTEST", "CHECK", "CMOCKA"}
 _COPY_WORDS = {"BUNDLED", "VENDORED", "EMBEDDED", "INTERNAL", "BUILTIN", "DOWNLOAD", "FETCH", "SYSTEM", "EXTERNAL"}
 
 
@@ -37,17 +38,19 @@ def _turns_proof_off(arg: str) -> bool:
     if not arg.startswith("-D"):
         return _PROOF_OPTION.search(arg) is not None
     words = re.split(r"[_-]", arg[2:].split("=", 1)[0].split(":", 1)[0].upper())
-    verb = next((i for i, w in enumerate(words) if i and w in _OPTION_VERBS), 0)
+    verb = next((i for i, w in enumerate(words) if 0 < i < len(words) - 1 and w in _OPTION_VERBS), 0)
     words = words[verb:]
-    return not set(words) & _COPY_WORDS and _PROOF_OPTION.search("_".join(words)) is not None
+    proof = [w for w in words if _PROOF_OPTION.search(w)]
+    # USE_BUNDLED_GTEST=OFF picks the system's test framework; BUILD_INTERNAL_TESTS=OFF still turns tests off
+    return bool(proof) and not (set(words) & _COPY_WORDS and all(w in _FRAMEWORKS for w in proof))
 
 
 def version_args(configure_args: list[str], system: str | None, upstream_version: str | None) -> dict[str, list[str]]:
-    """The -D arguments of Debian's configure step whose value is the upstream version (what a release tarball's
-    build cannot read from git: benchmark's GIT_VERSION), keyed like switches_off; they name a version and turn
-    nothing on."""
+    """The -D arguments of Debian's configure step that set a version variable (its name holds VERSION, not one of
+    CMake's own) to the upstream version (what a release tarball's build cannot read from git: benchmark's
+    GIT_VERSION), keyed like switches_off; they name a version and turn nothing on."""
     if not upstream_version:
         return {}
-    pattern = re.compile(r"^-D[\w.-]+(?::\w+)?=" + re.escape(upstream_version) + "$")
-    found = [arg for arg in configure_args if pattern.match(arg)]
+    pattern = re.compile(r"-D(?!CMAKE_)[\w.-]*VERSION[\w.-]*(?::\w+)?=" + re.escape(upstream_version))
+    found = [arg for arg in configure_args if pattern.fullmatch(arg) and not _turns_proof_off(arg)]
     return {"meson_args" if system == "meson" else "cmake_args": found} if found else {}

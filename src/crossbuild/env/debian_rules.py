@@ -33,7 +33,7 @@ _TOOLCHAIN_VARIABLES = re.compile(r"^(CC|CXX|CPP|AR|AS|LD|NM|RANLIB|STRIP|OBJCOP
                                   r"PATH|HOME|SHELL|\w*_FOR_BUILD|HOST_\w+|BUILD_\w+|DEB_\w+|DH_\w+)$")
 _ASSIGNMENT = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*(\+=|:=|\?=|=)\s*(.*)$")
 _REFERENCE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]")
-_PKG_INFO = re.compile(r"^\s*-?include\s+/usr/share/dpkg/(pkg-info|default)\.mk\s*$", re.MULTILINE)
+_PKG_INFO = re.compile(r"^[ \t]*-?include[ \t]+/usr/share/dpkg/(pkg-info|default)\.mk[ \t]*$", re.MULTILINE)
 _CHANGELOG_TOP = re.compile(r"^[a-z0-9][a-z0-9.+-]* \(([0-9][A-Za-z0-9.+~:-]{0,80})\) ")  # `name (version) dist;`
 _CURDIR = "@CURDIR@"  # the package root, where make runs debian/rules
 _DH_COMMAND = re.compile(r"^\s*-?(dh|dh_auto_configure|dh_auto_build)\s")

@@ -55,7 +55,8 @@ def _key(name: str) -> str:
 
 _DEBIAN_NAME = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")  # Debian policy 5.6.1 (source package names)
 # a header as a project includes it (gmock/gmock, benchmark/benchmark.h): relative, each part a plain name, no `..`
-_INCLUDE_PATH = re.compile(r"^[\w+-][\w.+-]*(/[\w+-][\w.+-]*)+$")
+# (its first part no host name such as github.com, its last a header or a bare name, never a tarball)
+_INCLUDE_PATH = re.compile(r"[\w+-]+(/[\w+-][\w.+-]*)*/[\w+-]+(\.(h|hh|hpp|hxx))?")
 
 
 def resolve(name: str, user_sources: dict[str, str] | None = None) -> Package:
@@ -77,7 +78,7 @@ def resolve(name: str, user_sources: dict[str, str] | None = None) -> Package:
             raise UnknownDependencyError(f"{name!r} is not a Debian source package name (lowercase letters, digits "
                                          "and . + -, e.g. debian:zlib).")
         return packages.get(source, Package(source))
-    if _INCLUDE_PATH.match(name):  # `#include <benchmark/benchmark.h>`: a path in Contents, never opened here
+    if _INCLUDE_PATH.fullmatch(name):  # `#include <benchmark/benchmark.h>`: a path in Contents, never opened here
         found_in_index = _from_index(name if name.endswith((".h", ".hpp", ".hh")) else f"{name}.h")
         if found_in_index is not None:
             return found_in_index

@@ -47,6 +47,7 @@ JOBS = min(os.cpu_count() or 1, 4)  # tests side by side, as the build's own job
 SUITE_S = 150.0
 _ABSOLUTE = re.compile(r"/[^\s\"';=,:]+")  # an absolute path inside a command argument (`-DCLI=/ws/build/x`)
 RUN_AGAIN = 3  # passing tests run again alone, with qemu's record, when no passing test's command names the target
+_PLAIN_NAME = re.compile(r"[\w+][\w.+-]*")  # a test or folder name that is neither an option nor a glob
 _CMAKE_REGEX_SPECIAL = re.compile(r"[.^$*+?()\[\]{}|\\]")  # escaped with a backslash in CTest's -R
 
 
@@ -92,7 +93,7 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie(runs, harness, commands, executables | emulator)
-    if not any(r.passed and r.on_target for r in runs):
+    if box.exec_handler is not None and not any(r.passed and r.on_target for r in runs):  # qemu's record needs binfmt
         _tie_by_running_again(runs, harness, toolchain, box, env, max(timeout, SUITE_S) * scale, log_dir)
     # tests all skipped or not built (BUILD_TESTING off leaves CTest's file): the executables say what they can
     return runs if any(not r.skipped for r in runs) else []
@@ -213,8 +214,8 @@ def _tie_by_running_again(runs: list[SmokeRun], harness: Harness, toolchain: Too
             return
         evidence = make_goal.evidence_folder(ws, os.path.relpath(toolchain.scratch, ws))
         res = box.run(argv, cwd=harness.cwd, env=env | make_goal.evidence_env(ws / evidence),
-                      log_path=log_dir / f"harness-again-{n}.log",
-                      limits=Limits(timeout_s=limit + 60, max_output_bytes=16 << 20))
+                      log_path=log_dir / f"harness-again-{n}.log",  # a test that passed once in D s: 4 D, not its limit
+                      limits=Limits(timeout_s=min(limit, 4 * (r.duration_s or 0.0)) + 60, max_output_bytes=16 << 20))
         started = make_goal.programs_started(ws, evidence)
         if res.ok and started:
             r.on_target = True
@@ -226,10 +227,12 @@ def _one_test(harness: Harness, name: str) -> list[str] | None:
     """The command that runs only the test NAME of HARNESS (its setup fixtures too, for CTest), or None."""
     if harness.name == "ctest":
         return [harness.argv[0], "--no-tests=error", "-R", "^" + _CMAKE_REGEX_SPECIAL.sub(r"\\\g<0>", name) + "$"]
-    if harness.name == "meson test":
+    if harness.name == "meson test" and _PLAIN_NAME.fullmatch(name):  # a suite's test (`t - proj:suite`), a glob: no
         return [harness.argv[0], "test", "--no-rebuild", name]
-    if harness.name == "make check" and "=" not in name and not name.startswith("-"):
-        return ["make", "check", f"TESTS={name}"]
+    folder, _, base = name.rpartition("/")
+    if harness.name == "make check" and _PLAIN_NAME.fullmatch(base) and (
+            not folder or all(_PLAIN_NAME.fullmatch(part) and part != ".." for part in folder.split("/"))):
+        return ["make", "-C", folder or ".", "check", f"TESTS={base}"]  # a recursive layout's test, in its folder
     return None
 
 

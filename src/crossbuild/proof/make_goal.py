@@ -15,7 +15,8 @@ log file (QEMU_LOG_FILENAME with %d, its pid) in a folder crossbuild made, and e
 through qemu. The goal counts as a test on the target only when it started at least one; a goal that passed and
 only built its test programs (libtommath's `make test` builds `./test`) has those run bare instead (harness.py).
 A goal no line of the text defines (a rule `$(eval)` makes from a template, as libtommath's) is looked up in make's
-own database, printed in the sandbox with nothing built (`make -p -q .DEFAULT`).
+own database, printed in the sandbox (`make -p -q .DEFAULT`: no goal is made; included makefiles with a rule are
+remade, as any run of the goal would).
 A build's test could write such files itself; this ties the goal to the target, it does not vouch for what the
 project's tests check."""
 
@@ -37,8 +38,9 @@ HARNESS = "Makefile"  # how verdicts name this harness: "the project's Makefile"
 _LOG_NAME = re.compile(r"^qemu-\d+\.log$")
 _NOT_BUILDS = {"install", "clean", "distclean", "mostlyclean", "maintainer-clean", "uninstall", "dist"}
 _JOBS = re.compile(r"^(-j\d*|--jobs(=\d+)?)$")
-# make prints its database (-p) and runs no recipe (-q) for a goal with no rule (bash-completion's way): nothing
-# of the project's is built or run but its $(shell) calls, in the sandbox
+# make prints its database (-p) for a goal with no rule and runs no goal's recipe (-q; bash-completion's way); it
+# still runs the project's $(shell) calls and remakes an included makefile that has a rule: all in the sandbox,
+# as the goal itself runs
 DATABASE_ARGS = ("-p", "-q", ".DEFAULT")
 
 

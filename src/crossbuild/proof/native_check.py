@@ -91,14 +91,20 @@ def _compare(run: SmokeRun, native_run: SmokeRun | None, native: Target) -> None
         run.why = f"{run.why}; it passes built for {native.name}"
         return
     ours, theirs = telling_line(run.output_tail.splitlines()), telling_line(native_run.output_tail.splitlines())
-    # the line that tells why on the target, anywhere in what the build machine's run printed: a program's stdout
-    # and stderr interleave differently from run to run (CMake's "-- Configuring incomplete" and its "CMake Error")
-    there = {_VARYING.sub("#", line.strip()) for line in native_run.output_tail.splitlines()}
+    # each run's first telling line, anywhere in what the other printed: a program's stdout and stderr interleave
+    # differently from run to run (CMake's "-- Configuring incomplete" and its "CMake Error"), but a failure
+    # whose reason one run never printed is another failure
+    here, there = (_normalised(r.output_tail) for r in (run, native_run))
     same = (native_run.triage == "failed" and native_run.exit_code == run.exit_code
-            and (_VARYING.sub("#", ours.strip()) in there if ours else theirs is None))
+            and (bool(ours and theirs) and _VARYING.sub("#", ours.strip()) in there
+                 and _VARYING.sub("#", theirs.strip()) in here or ours is None and theirs is None))
     if same:
         run.triage = "project"
         run.why = (f"fails the same way built for the build machine ({native.name}: {native_run.status}"
-                   + (f", \"{theirs[:160]}\"" if theirs else "") + ")")
+                   + (f", \"{ours[:160]}\"" if ours else "") + ")")
     else:
         run.why = f"{run.why}; built for {native.name} it fails otherwise: {native_run.outcome()}"
+
+
+def _normalised(output: str) -> set[str]:
+    return {_VARYING.sub("#", line.strip()) for line in output.splitlines()}

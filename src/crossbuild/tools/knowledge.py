@@ -12,6 +12,7 @@ from crossbuild.tools.context import RunContext
 
 KB_PER_RESULT = 2  # knowledge entries attached to one failure (new ones only)
 KB_PER_VERDICT = 4  # to a verdict with several failed tests: the best new one for each, in order, up to this
+KB_TEXTS = 16  # the failed tests searched (each search reads its output: a suite of 2,000 failures stays cheap)
 
 
 class SearchKnowledgeArgs(ToolArgs):
@@ -40,7 +41,7 @@ def attach_knowledge(ctx: RunContext, text: str | Sequence[str], message: str, h
     (a verdict's failed test programs: one entry for each, so that one test's match cannot crowd out another's),
     once per entry and workspace session, for every face alike (agent loop, MCP): added to MESSAGE and
     DATA["kb"]. A dependency fix names the call."""
-    texts = [t for t in ([text] if isinstance(text, str) else text) if t.strip()]
+    texts = [t for t in ([text] if isinstance(text, str) else text) if t.strip()][:KB_TEXTS]
     if ctx.kb is None or not texts:
         return message, hint
     chosen: list = []
