@@ -10,7 +10,8 @@ import re
 _OFF_VALUE = re.compile(r"^-D[\w.-]+(?::\w+)?=(?:OFF|off|Off|FALSE|false|NO|no|0|disabled)$")
 _PROOF_OPTION = re.compile(r"TEST|CHECK|PROGRAM|EXAMPLE|DEMO|SAMPLE|BENCH", re.IGNORECASE)
 _OPTION_VERBS = {"BUILD", "ENABLE", "DISABLE", "WITH", "WITHOUT", "USE", "INSTALL", "HAVE", "ENABLED"}
-_FRAMEWORKS = {"GTEST", "GOOGLETEST", "GMOCK", "CATCH", "CATCH2", "BENCHMARK", "DOCTEST", "CHECK", "CMOCKA"}
+# the words that name tests themselves; a word merely holding one (GTEST) names a test framework
+_TESTS_THEMSELVES = re.compile(r"(UNIT)?TEST(S|ING)?|CHECKS?|EXAMPLES?|DEMOS?|SAMPLES?|BENCH(MARKS?)?|PROGRAMS?")
 _COPY_WORDS = {"BUNDLED", "VENDORED", "EMBEDDED", "INTERNAL", "BUILTIN", "DOWNLOAD", "FETCH", "SYSTEM", "EXTERNAL"}
 
 
@@ -42,7 +43,7 @@ def _turns_proof_off(arg: str) -> bool:
     words = words[verb:]
     proof = [w for w in words if _PROOF_OPTION.search(w)]
     # USE_BUNDLED_GTEST=OFF picks the system's test framework; BUILD_INTERNAL_TESTS=OFF still turns tests off
-    return bool(proof) and not (set(words) & _COPY_WORDS and all(w in _FRAMEWORKS for w in proof))
+    return bool(proof) and not (set(words) & _COPY_WORDS and not any(_TESTS_THEMSELVES.fullmatch(w) for w in proof))
 
 
 def version_args(configure_args: list[str], system: str | None, upstream_version: str | None) -> dict[str, list[str]]:
