@@ -186,6 +186,9 @@ def test_the_upstream_version_debian_passes_for_a_tarball_without_git_is_taken_a
     assert "-DGIT_VERSION=1.7.1" in rules.configure_args and "-DFULL=1:1.7.1-1" in rules.configure_args
     assert debian_args.version_args(list(rules.configure_args), rules.system, rules.upstream_version) == \
         {"cmake_args": ["-DGIT_VERSION=1.7.1"]}
+    # a native package has no revision; an epoch stays only where dpkg keeps it
+    native = debian_rules.parse(BENCHMARK_RULES, "benchmark (2:1.8) unstable; urgency=medium")
+    assert native.upstream_version == "1.8" and "-DFULL=2:1.8" in native.configure_args
     # without pkg-info.mk the variables are empty in make: nothing is made up
     plain = debian_rules.parse(BENCHMARK_RULES.replace("include /usr/share/dpkg/pkg-info.mk", ""),
                                "benchmark (1.7.1-1) unstable; urgency=medium")

@@ -130,6 +130,7 @@ def test_a_missing_package_is_fingerprinted_by_its_name_not_by_the_cmake_module_
     ("libxml-2.0", "libxml2"), ("debian:zlib", "zlib"), ("debian:libfoo2", "libfoo2"),
     # an include path as the header-not-found entry names it (`.h` stripped), looked up in Debian's Contents
     ("gmock/gmock", "googletest"), ("benchmark/benchmark", "benchmark"), ("benchmark/benchmark.h", "benchmark"),
+    ("cutl/compiler/context.hxx", "libcutl"),
 ])
 def test_dependency_mapping(asked, source):
     assert deps.resolve(asked).source == source

@@ -346,3 +346,17 @@ def test_a_harness_stopped_at_its_overall_limit_cannot_give_tested():
                     skipped=f"{UNFINISHED}: the harness was still running at its overall limit (600 s)")
     assert not_tested(True, [passed], None) is None
     assert "did not finish" in not_tested(True, [passed, hung], None)
+
+
+def test_a_test_that_cannot_run_alone_does_not_end_the_search_for_one_that_can():
+    from crossbuild.proof.smoke import SmokeRun
+    meson = harness.Harness("meson test", ["/usr/bin/meson"], Path("/ws/build"))
+    runs = [SmokeRun("unit - proj:suite", [], passed=True, duration_s=0.1, harness="meson test"),  # a suite's test
+            SmokeRun("parse*", [], passed=True, duration_s=0.2, harness="meson test"),  # a glob
+            SmokeRun("roundtrip", [], passed=True, duration_s=3.0, harness="meson test"),
+            SmokeRun("quick", [], passed=True, duration_s=0.5, harness="meson test"),
+            SmokeRun("broken", [], passed=False, duration_s=0.01, harness="meson test"),
+            SmokeRun("tied", [], passed=True, duration_s=0.01, harness="meson test", on_target=True)]
+    assert harness.runnable_alone(runs, meson) == [
+        (runs[3], ["/usr/bin/meson", "test", "--no-rebuild", "quick"]),
+        (runs[2], ["/usr/bin/meson", "test", "--no-rebuild", "roundtrip"])]

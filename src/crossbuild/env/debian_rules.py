@@ -125,11 +125,12 @@ def parse(text: str, changelog_top: str = "") -> DebianRules:
     variables = _plain_variables(lines)
     upstream = None
     if _PKG_INFO.search(text) and (version := _CHANGELOG_TOP.match(changelog_top)):
-        full = version.group(1)
-        upstream = re.sub(r"^\d+:", "", full).rsplit("-", 1)[0] if "-" in full else re.sub(r"^\d+:", "", full)
+        full = version.group(1)  # [epoch:]upstream[-revision]; a native package has no revision
+        no_epoch = re.sub(r"^\d+:", "", full)
+        upstream = no_epoch.rsplit("-", 1)[0]
         variables = {"DEB_VERSION": full, "DEB_VERSION_UPSTREAM": upstream,
-                     "DEB_VERSION_EPOCH_UPSTREAM": full.rsplit("-", 1)[0] if "-" in full else full,
-                     "DEB_VERSION_UPSTREAM_REVISION": re.sub(r"^\d+:", "", full)} | variables
+                     "DEB_VERSION_EPOCH_UPSTREAM": full.rsplit("-", 1)[0],
+                     "DEB_VERSION_UPSTREAM_REVISION": no_epoch} | variables
     found: dict[str, str] = {}
     autoreconf: bool | None = None
     configure: tuple[list[str], list[str]] | None = None

@@ -78,8 +78,8 @@ def resolve(name: str, user_sources: dict[str, str] | None = None) -> Package:
             raise UnknownDependencyError(f"{name!r} is not a Debian source package name (lowercase letters, digits "
                                          "and . + -, e.g. debian:zlib).")
         return packages.get(source, Package(source))
-    if _INCLUDE_PATH.fullmatch(name):  # `#include <benchmark/benchmark.h>`: a path in Contents, never opened here
-        found_in_index = _from_index(name if name.endswith((".h", ".hpp", ".hh")) else f"{name}.h")
+    if include := _INCLUDE_PATH.fullmatch(name):  # `#include <benchmark/benchmark.h>`: a path in Contents, never opened
+        found_in_index = _from_index(name if include.group(2) else f"{name}.h")  # a bare name: its `.h`
         if found_in_index is not None:
             return found_in_index
     elif "/" in name or name.startswith(("~", ".")) or "://" in name or name.endswith((".tar.gz", ".tar.xz", ".tgz")):

@@ -106,8 +106,8 @@ def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Tool
     started a target program; the test programs it built and did not run, run bare, when it only built them;
     none otherwise (the executables the build made say what they can)."""
     ws = toolchain.workspace
-    evidence = make_goal.evidence_folder(ws, os.path.relpath(toolchain.scratch, ws))
-    env = env | dict(harness.env) | make_goal.evidence_env(ws / evidence)
+    evidence, evidence_env = _fresh_evidence(toolchain)
+    env = env | dict(harness.env) | evidence_env
     goal_start = time.time()
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, ws)
     started = make_goal.programs_started(ws, evidence)
@@ -207,13 +207,9 @@ def _tie_by_running_again(runs: list[SmokeRun], harness: Harness, toolchain: Too
     keeping its per-process record (make_goal's evidence folder); the first that passes again and during which
     qemu ran a target program is tied to the target."""
     ws = toolchain.workspace
-    passing = sorted((r for r in runs if r.passed and not r.on_target), key=lambda r: r.duration_s or 0.0)
-    for n, r in enumerate(passing[:RUN_AGAIN]):
-        argv = _one_test(harness, r.path)
-        if argv is None:
-            return
-        evidence = make_goal.evidence_folder(ws, os.path.relpath(toolchain.scratch, ws))
-        res = box.run(argv, cwd=harness.cwd, env=env | make_goal.evidence_env(ws / evidence),
+    for n, (r, argv) in enumerate(runnable_alone(runs, harness)[:RUN_AGAIN]):
+        evidence, evidence_env = _fresh_evidence(toolchain)
+        res = box.run(argv, cwd=harness.cwd, env=env | evidence_env,
                       log_path=log_dir / f"harness-again-{n}.log",  # a test that passed once in D s: 4 D, not its limit
                       limits=Limits(timeout_s=min(limit, 4 * (r.duration_s or 0.0)) + 60, max_output_bytes=16 << 20))
         started = make_goal.programs_started(ws, evidence)
@@ -221,6 +217,21 @@ def _tie_by_running_again(runs: list[SmokeRun], harness: Harness, toolchain: Too
             r.on_target = True
             r.why = f"{started} target program run(s) under qemu when it ran again alone"
             return
+
+
+def runnable_alone(runs: list[SmokeRun], harness: Harness) -> list[tuple[SmokeRun, list[str]]]:
+    """The passing tests not yet tied to the target that HARNESS can run alone, the quickest first, each with its
+    command (a Meson suite's test or a glob is left out, not the end of the list)."""
+    passing = sorted((r for r in runs if r.passed and not r.on_target), key=lambda r: r.duration_s or 0.0)
+    return [(r, argv) for r in passing if (argv := _one_test(harness, r.path)) is not None]
+
+
+def _fresh_evidence(toolchain: Toolchain) -> tuple[str, dict[str, str]]:
+    """A fresh qemu evidence folder (workspace-relative) below the toolchain's scratch folder, and the environment
+    that makes each qemu process write its record there."""
+    ws = toolchain.workspace
+    folder = make_goal.evidence_folder(ws, os.path.relpath(toolchain.scratch, ws))
+    return folder, make_goal.evidence_env(ws / folder)
 
 
 def _one_test(harness: Harness, name: str) -> list[str] | None:
