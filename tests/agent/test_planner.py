@@ -154,7 +154,7 @@ def test_tests_off_by_default_are_turned_on_and_the_project_configured_again():
     configure = _called(planner._decide())[1]["command"]
     planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
     assert _called(planner._decide()) == ("build_status", {})
-    planner._observe(Message("tool", "status", name="build_status", data={"cmake_project": "absl", "options": {
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_projects": ["absl"], "options": {
         "ABSL_BUILD_TESTING": "OFF", "BUILD_TESTING": "OFF", "BENCHMARK_ENABLE_TESTING": "OFF",
         "ABSL_CUDA_TEST": "OFF", "ABSL_SKIP_TESTS": "OFF", "BUILD_SHARED_LIBS": "OFF"}}))
     again = _called(planner._decide())[1]["command"]
@@ -242,7 +242,7 @@ def test_a_test_switch_a_fix_turned_off_is_never_turned_on_again():
     planner._decide()
     planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
     assert _called(planner._decide()) == ("build_status", {})
-    planner._observe(Message("tool", "status", name="build_status", data={"cmake_project": "FMT", "options": {
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_projects": ["FMT"], "options": {
         "FMT_TEST": "OFF", "BUILD_TESTING": "OFF", "FMT_DOC": "OFF"}}))
     assert _called(planner._decide())[1]["command"] == "cmake --build build --parallel 2"
     assert not any(n.startswith("tests turned on") for n in planner.state.notes)

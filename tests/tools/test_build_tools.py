@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from crossbuild.proof import tests_off
+
 
 def test_search_knowledge_finds_the_entry_and_stays_quiet_otherwise(call):
     r = call("search_knowledge", {"query": "CMake Error: Could NOT find ZLIB (missing: ZLIB_LIBRARY)"})
@@ -39,3 +41,21 @@ def test_an_outside_agent_can_build_and_verify_with_the_tools(ctx, call):
     r = call("verify", {"path": "build", "rebuild": True})
     assert r.ok, r.render()
     assert r.data["rebuild"]["ok"] and any(s["passed"] for s in r.data["smoke_runs"])
+
+
+def test_build_status_names_the_projects_own_cmake_projects_and_not_vendored_ones(ctx, call):
+    """googletest declares gtest and gmock in its own folders: their test switches are the project's; leveldb's
+    third_party/benchmark is someone else's (its switch stays off)."""
+    src = ctx.root / "src"
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(top-distribution NONE)\n"
+        "add_subdirectory(inner)\nadd_subdirectory(third_party/bench)\n")
+    for folder, name in (("inner", "gtest"), ("third_party/bench", "benchmark")):
+        (src / folder).mkdir(parents=True)
+        (src / folder / "CMakeLists.txt").write_text(
+            f"project({name} NONE)\noption({name}_build_tests \"tests\" OFF)\n")
+    r = call("run_command", {"command": "cmake -S src -B build"})
+    assert r.ok, r.render()
+    data = call("build_status").data
+    assert data["cmake_projects"] == ["top-distribution", "gtest"]
+    assert tests_off.tests_off_by_default(data["options"], data["cmake_projects"]) == ["gtest_build_tests"]

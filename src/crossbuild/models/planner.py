@@ -349,7 +349,7 @@ class Planner:
         s.phase, s.tests_on = "steps", "done"
         set_here = {a.removeprefix("-D").split("=")[0].split(":")[0] for a in s.extra["cmake_args"]}
         # never one this plan set: a switch a fix turned off (fmt's FMT_TEST, its googletest missing) stays off
-        names = [n for n in tests_off_by_default(data.get("options") or {}, data.get("cmake_project"))
+        names = [n for n in tests_off_by_default(data.get("options") or {}, data.get("cmake_projects") or [])
                  if n not in set_here]
         if names:
             s.extra["cmake_args"] += [f"-D{n}=ON" for n in names]

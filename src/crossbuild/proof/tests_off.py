@@ -56,16 +56,16 @@ _NOT_HERE = re.compile(r"CUDA|HIP|SYCL|OPENCL|FUZZ|COVERAGE|VALGRIND|SANITI[SZ]|
                        r"EXAMPLE|SAMPLE|PYTHON|JAVA", re.I)
 
 
-def tests_off_by_default(options: dict[str, str], project: str | None) -> list[str]:
+def tests_off_by_default(options: dict[str, str], projects: Sequence[str]) -> list[str]:
     """Of a configured CMake project's on/off OPTIONS (name -> value), the switches that leave its own test
-    programs unbuilt: BUILD_TESTING, or one named after the project (PROJECT is CMAKE_PROJECT_NAME: absl's
-    ABSL_BUILD_TESTING, fmt's FMT_TEST), never a vendored subproject's (leveldb's BENCHMARK_ENABLE_TESTING) nor one
-    that needs another toolchain (FMT_CUDA_TEST)."""
-    own = re.sub(r"[^A-Z0-9]+", "_", (project or "").upper()).strip("_")
+    programs unbuilt: BUILD_TESTING, or one named after one of its own PROJECTS (the top level's and those declared
+    in its tree: absl's ABSL_BUILD_TESTING, fmt's FMT_TEST, googletest's gtest_build_tests), never a vendored
+    subproject's (leveldb's BENCHMARK_ENABLE_TESTING) nor one that needs another toolchain (FMT_CUDA_TEST)."""
+    own = tuple(p + "_" for p in (re.sub(r"[^A-Z0-9]+", "_", name.upper()).strip("_") for name in projects) if p)
     return [name for name, value in options.items()
             if _is_test_switch(name) and not _NOT_HERE.search(name) and _option_off(name, value)
             and not _NEGATED.search(name)
-            and (name.upper() == "BUILD_TESTING" or (own and name.upper().startswith(own + "_")))]
+            and (name.upper() == "BUILD_TESTING" or name.upper().startswith(own))]
 
 
 def turns_tests_off(arg: str) -> bool:

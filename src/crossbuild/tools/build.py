@@ -4,6 +4,7 @@ arguments to use) and verify (the foundation's verifier: right architecture, tes
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
 import stat
@@ -122,7 +123,7 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
     return ToolResult(ok=True, message="\n".join(lines),
                       data={"options": options, "choice_options": choices, "configure_options": switches,
                             "meson_options": meson, "cmake_targets": targets,
-                            "cmake_project": cmake_project_name(ctx.root) if system == "cmake" else None,
+                            "cmake_projects": cmake_projects(ctx.root) if system == "cmake" else [],
                             "make_goals": goals, "make_cross_switches": cross, "make_conditional_rules": behind,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,
@@ -206,11 +207,26 @@ def project_options(root: Path, build: str = "build") -> dict[str, str]:
     return {name: value for name, (kind, value, _) in _cmake_cache(root, build).items() if kind == "BOOL"}
 
 
-def cmake_project_name(root: Path, build: str = "build") -> str | None:
-    """CMAKE_PROJECT_NAME from a configured CMake cache (the top-level project's name), or None."""
-    text = safefs.read_text_or_none(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20)
-    m = re.search(r"^CMAKE_PROJECT_NAME:STATIC=(.*)$", text or "", re.M)
-    return m.group(1).strip() if m else None
+# a folder of other people's code inside a source tree: a project() declared below one is not the project's own
+_VENDORED = re.compile(r"(^|/)(third[_-]?party|3rd[_-]?party|external|extern|vendor(ed)?|deps|_deps|contrib|"
+                       r"subprojects|bundled?)(/|$)", re.I)
+
+
+def cmake_projects(root: Path, build: str = "build") -> list[str]:
+    """The names of the project's own CMake projects from a configured cache: CMAKE_PROJECT_NAME (the top level)
+    first, then every project() declared in its source tree (each leaves `<name>_SOURCE_DIR`: googletest's gtest
+    and gmock), never one below a vendored folder (leveldb's third_party/benchmark) or outside the tree
+    (FetchContent's _deps)."""
+    text = safefs.read_text_or_none(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20) or ""
+    top = re.search(r"^CMAKE_PROJECT_NAME:STATIC=(.*)$", text, re.M)
+    home = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", text, re.M)
+    names = [top.group(1).strip()] if top else []
+    for name, folder in re.findall(r"^([A-Za-z][\w.+-]*)_SOURCE_DIR:STATIC=(.*)$", text, re.M):
+        inside = home and folder.startswith("/") and home.group(1).startswith("/") and \
+            os.path.commonpath([folder, home.group(1)]) == home.group(1)  # the cache is the build's writing
+        if inside and not _VENDORED.search(os.path.relpath(folder, home.group(1))) and name not in names:
+            names.append(name)
+    return names
 
 
 def choice_options(root: Path, build: str = "build") -> dict[str, dict[str, str]]:
