@@ -14,7 +14,7 @@ from pathlib import Path
 from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.events import Event, EventSink, ignore
 from crossbuild.env import dependency_cache as deps
-from crossbuild.env import workspace
+from crossbuild.env import recipes, workspace
 from crossbuild.foundation import safefs
 from crossbuild.models.planner import Planner
 from crossbuild.tools.context import RunContext
@@ -141,12 +141,6 @@ class DependencyBuilder:
         return entry
 
 
-# folders of copies, not of the project's own build: other projects bundled in, and quilt's .pc/ (the files as they
-# were before Debian's patches, e.g. a bundled library a patch removed) and the packaging in debian/
-_VENDORED = re.compile(r"(^|/)(third[_-]?party|3rdparty|external|extern|vendor|vendored|deps|bundled|contrib|"
-                       r"\.pc|debian)/", re.IGNORECASE)
-
-
 def _own_target(root: Path, name: str) -> str | None:
     """Where the project defines NAME itself, or None: a library or executable in its CMake files, or a header it
     ships outside the folders that hold copies of other projects (read through safefs: the tree is the build's)."""
@@ -159,7 +153,7 @@ def _own_target(root: Path, name: str) -> str | None:
     for entry in safefs.walk_files(root / "src", prune=lambda rel: rel.count("/") > 4):
         if not stat.S_ISREG(entry.st.st_mode):
             continue
-        if any(_ships(entry.rel, h) for h in headers) and not _VENDORED.search(entry.rel):
+        if any(_ships(entry.rel, h) for h in headers) and not recipes.VENDORED.search(entry.rel):
             return f"src/{entry.rel}"
         if entry.name != "CMakeLists.txt" or "/" in bare or "." in bare:
             continue

@@ -102,6 +102,11 @@ def present(system: str, source: Path) -> bool:
     return any((source / m).exists() for m in _MARKERS.get(system, ()))
 
 
+# A folder of other projects' code inside a source tree (bundled copies, FetchContent's _deps, Meson's subprojects),
+# and quilt's .pc/ (files as they were before Debian's patches) and the packaging in debian/: never the project's own.
+VENDORED = re.compile(r"(^|/)(third[_-]?party|3rd[_-]?party|external|extern|vendor(ed)?|deps|_deps|bundled?|contrib|"
+                      r"subprojects|\.pc|debian)(/|$)", re.IGNORECASE)
+
 # Folders that hold a project's tests, examples or bundled third-party code, never the project itself.
 _NOT_ROOTS = re.compile(r"^(\.|_)|^(tests?|testing|testsuite|examples?|demos?|samples?|docs?|debian|bench(marks?)?|"
                         r"fuzz(ing|ers?)?|third[_-]?party|vendor|deps|external|extern|contrib|cmake|m4|build-aux|"

@@ -207,11 +207,6 @@ def project_options(root: Path, build: str = "build") -> dict[str, str]:
     return {name: value for name, (kind, value, _) in _cmake_cache(root, build).items() if kind == "BOOL"}
 
 
-# a folder of other people's code inside a source tree: a project() declared below one is not the project's own
-_VENDORED = re.compile(r"(^|/)(third[_-]?party|3rd[_-]?party|external|extern|vendor(ed)?|deps|_deps|contrib|"
-                       r"subprojects|bundled?)(/|$)", re.I)
-
-
 def cmake_projects(root: Path, build: str = "build") -> list[str]:
     """The names of the project's own CMake projects from a configured cache: CMAKE_PROJECT_NAME (the top level)
     first, then every project() declared in its source tree (each leaves `<name>_SOURCE_DIR`: googletest's gtest
@@ -224,7 +219,7 @@ def cmake_projects(root: Path, build: str = "build") -> list[str]:
     for name, folder in re.findall(r"^([A-Za-z][\w.+-]*)_SOURCE_DIR:STATIC=(.*)$", text, re.M):
         inside = home and folder.startswith("/") and home.group(1).startswith("/") and \
             os.path.commonpath([folder, home.group(1)]) == home.group(1)  # the cache is the build's writing
-        if inside and not _VENDORED.search(os.path.relpath(folder, home.group(1))) and name not in names:
+        if inside and not recipes.VENDORED.search(os.path.relpath(folder, home.group(1))) and name not in names:
             names.append(name)
     return names
 
