@@ -469,20 +469,24 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
 @pytest.mark.slow
 def test_a_model_asks_whether_a_failing_test_fails_on_the_build_machine_too(tmp_path):
     """A test that fails on every machine: verify refuses it and names build_machine_check; with it, the session's
-    commands are replayed for x86_64, the program fails there the same way, and the verdict is VERIFIED with it
-    listed, not counted."""
+    commands are replayed for x86_64, with the dependency the session built (zlib) built for x86_64 too, the
+    program fails there the same way, and the verdict is VERIFIED with it listed, not counted."""
     project = tmp_path / "golden"
     project.mkdir()
     (project / "main.c").write_text(GOLDEN_MISMATCH)
-    (project / "lib.c").write_text("int lib(void){return 1;}\n")
+    (project / "lib.c").write_text("#include <zlib.h>\nint lib(void){return zlibVersion()[0] == '1';}\n")
     (project / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(golden C)\n"
-                                            "add_executable(logging_unittest main.c lib.c)\n")
+                                            "find_package(ZLIB REQUIRED)\n"
+                                            "add_executable(logging_unittest main.c lib.c)\n"
+                                            "target_link_libraries(logging_unittest ZLIB::ZLIB)\n")
     params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path)], cwd=str(tmp_path),
                                    env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
 
     async def session():
         async with Client(params) as c:
             r = await c.call_tool("open_workspace", {"source": str(project), "target": "aarch64-linux-musl"})
+            assert not r.is_error, _text(r)
+            r = await c.call_tool("build_dependency", {"name": "ZLIB"})
             assert not r.is_error, _text(r)
             for command in ("cmake -S src -B build", "cmake --build build"):
                 r = await c.call_tool("run_command", {"command": command})
@@ -499,5 +503,8 @@ def test_a_model_asks_whether_a_failing_test_fails_on_the_build_machine_too(tmp_
             assert data["rebuild"]["ok"]
             native = Path(data["rebuild"]["workspace"]).parent / "native" / "build" / "logging_unittest"
             assert native.read_bytes()[18] == 62  # EM_X86_64, on the host
+            zlib = Path(data["rebuild"]["workspace"]).parent / "native-prefix" / "lib" / "libz.a"
+            member = zlib.read_bytes().index(b"\x7fELF")  # the archive's first object
+            assert zlib.read_bytes()[member + 18] == 62  # zlib built for the build machine, in its own prefix
 
     anyio.run(session)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crossbuild.proof import tests_off
+from crossbuild.tools.context import RunContext
 
 
 def test_search_knowledge_finds_the_entry_and_stays_quiet_otherwise(call):
@@ -59,3 +60,13 @@ def test_build_status_names_the_projects_own_cmake_projects_and_not_vendored_one
     data = call("build_status").data
     assert data["cmake_projects"] == ["top-distribution", "gtest"]
     assert tests_off.tests_off_by_default(data["options"], data["cmake_projects"]) == ["gtest_build_tests"]
+
+
+def test_the_dependencies_a_session_provided_are_remembered_by_a_reopened_workspace(ctx):
+    ctx.record_dependency("ZLIB", None)
+    ctx.record_dependency("GTest", "1.12.1-0.2")
+    ctx.record_dependency("ZLIB", None)
+    with open(ctx.xbuild / "dependencies.jsonl", "a") as f:
+        f.write('{"name": "cut off by a cr\n["not", "a", "record"]\n')
+    again = RunContext.create(ctx.root, ctx.target, prefix=ctx.toolchain.prefix)
+    assert again.dependencies == [("ZLIB", None), ("GTest", "1.12.1-0.2")]

@@ -145,8 +145,8 @@ def _own_target(root: Path, name: str) -> str | None:
     """Where the project defines NAME itself, or None: a library or executable in its CMake files, or a header it
     ships outside the folders that hold copies of other projects (read through safefs: the tree is the build's)."""
     bare = re.sub(r"^-l", "", name)
-    if not re.fullmatch(r"[A-Za-z0-9_.+/-]+", bare) or ".." in bare:
-        return None
+    if not re.fullmatch(r"[A-Za-z0-9_.+/-]+", bare) or ".." in bare or not safefs.is_dir(root, "src"):
+        return None  # no project here (the build-machine check's dependencies have none)
     # a header by its name, or by the name a failed #include gives (`vp` for <vp.h>)
     headers = [bare] if bare.endswith((".h", ".hh", ".hpp", ".hxx")) else [bare + ".h", bare + ".hpp"]
     target = re.compile(rf"\badd_(library|executable)\s*\(\s*{re.escape(bare)}[\s)]", re.IGNORECASE)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import platform
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from crossbuild.env.recipes import BuildStep
@@ -41,10 +41,17 @@ def build_machine_target(target: Target) -> Target | None:
     return TARGETS.get(f"{platform.machine()}-linux-{'musl' if target.libc == 'musl' else 'gnu'}")
 
 
+# (the build machine's target, a prefix) -> None, once the build's own dependencies, built for that target, are in
+# the prefix; else why they are not
+DependencyProvider = Callable[[Target, Path], "str | None"]
+
+
 def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: Sequence[BuildStep], source: str,
-            edits: Sequence[str], backend: str, timeout_s: float) -> None:
+            edits: Sequence[str], backend: str, timeout_s: float,
+            provide_dependencies: DependencyProvider | None = None) -> None:
     """Build for the build machine and run there each of RUNS that failed without a crash; each such run gets
-    what that showed, and triage "project" when it failed the same way."""
+    what that showed, and triage "project" when it failed the same way. PROVIDE_DEPENDENCIES puts the build's
+    dependencies, built for the build machine, into the prefix that build uses (without it, an empty one)."""
     failing = [r for r in runs if r.failed]
     native = build_machine_target(toolchain.target)
     if (not failing or native is None or any(r.triage != "failed" for r in failing)
@@ -54,7 +61,15 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
         for r in failing:
             r.why = f"{r.why}; not rechecked for {native.name}: a Makefile's test goal runs for the target only"
         return
-    second = build_again(toolchain, steps, source, edits, backend, into="native", target=native)
+    prefix = None
+    if provide_dependencies is not None:
+        prefix = toolchain.workspace / ".xbuild" / "native-prefix"  # out of the builds' reach, like .xbuild/native
+        missing = provide_dependencies(native, prefix)
+        if missing:
+            for r in failing:
+                r.why = f"{r.why}; not reproduced: its dependencies for {native.name} could not be had ({missing})"
+            return
+    second = build_again(toolchain, steps, source, edits, backend, into="native", target=native, prefix=prefix)
     if second.error:
         for r in failing:
             r.why = f"{r.why}; not reproduced: the build for {native.name} failed ({second.error})"
@@ -74,8 +89,9 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
             artifacts.append({**a.to_dict(), "ok": not check_artifact(a, native)})
     box = test_program_box(second.box, native)
     log_dir = Path(tempfile.mkdtemp(prefix="native-", dir=fresh.logs))
-    runs = (harness_runs(native_root, native, artifacts, fresh, box, timeout_s, log_dir, []) if by_harness else
-            smoke_runs(native_root, native, artifacts, box, timeout_s, log_dir, source=fresh.workspace / source,
+    deps = [str(d) for d in (fresh.prefix / "lib", fresh.prefix / "lib64") if d.is_dir()]
+    runs = (harness_runs(native_root, native, artifacts, fresh, box, timeout_s, log_dir, deps) if by_harness else
+            smoke_runs(native_root, native, artifacts, box, timeout_s, log_dir, deps, source=fresh.workspace / source,
                        own_folders=own, within=fresh.workspace))
     there = {r.path: r for r in runs}
     for r in failing:

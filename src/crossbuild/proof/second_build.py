@@ -38,9 +38,11 @@ class SecondBuild:
 
 
 def build_again(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, edits: Sequence[str],
-                backend: str, *, into: str, target: Target | None = None) -> SecondBuild:
+                backend: str, *, into: str, target: Target | None = None,
+                prefix: Path | None = None) -> SecondBuild:
     """Replay STEPS in `.xbuild/INTO/`. For another TARGET, the steps' mentions of the original target's names
-    become the new target's, and its dependencies' prefix is an empty one (theirs were built for the original)."""
+    become the new target's, and its dependencies' prefix is PREFIX (theirs, built for TARGET), else an empty one
+    (the original's were built for the original target)."""
     original_ws = toolchain.workspace
     rel = Path(".xbuild", into)
     fresh_ws = original_ws / rel
@@ -53,7 +55,7 @@ def build_again(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, e
     fresh = replace(toolchain, workspace=fresh_ws)  # same settings, new place
     renames = {str(original_ws): str(fresh_ws)}
     if target is not None and target != toolchain.target:
-        fresh = replace(fresh, target=target, prefix=fresh_ws / ".xbuild" / "no-dependencies",
+        fresh = replace(fresh, target=target, prefix=prefix or fresh_ws / ".xbuild" / "no-dependencies",
                         zig_cache=host.zig_cache_dir(target.zig_target))
         renames[str(toolchain.prefix)] = str(fresh.prefix)
         for old, new in ((toolchain.target.name, target.name), (toolchain.target.zig_target, target.zig_target),

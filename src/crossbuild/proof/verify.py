@@ -135,11 +135,13 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
            box: Sandbox | None = None, run_tests: bool = True, allow_host: list[str] | None = None,
            rebuild_steps: list[BuildStep] | None = None, rebuild_source: str = "src",
            rebuild_edits: Sequence[str] = (), smoke_timeout_s: float = 60.0,
-           build_machine_check: bool = False, steps_taken: list[BuildStep] | None = None) -> VerifyReport:
+           build_machine_check: bool = False, steps_taken: list[BuildStep] | None = None,
+           provide_dependencies: native_check.DependencyProvider | None = None) -> VerifyReport:
     """The verdict on the build folder ROOT. A clean rebuild (REBUILD_STEPS) starts from the source as it was
     prepared, with the files the agent edited (REBUILD_EDITS, workspace-relative) laid over it. With
     BUILD_MACHINE_CHECK, test programs that failed without a crash, when nothing else stands in the verdict's way,
-    are run again from a build of the same steps for the build machine (native_check). STEPS_TAKEN (default:
+    are run again from a build of the same steps for the build machine (native_check), with the dependencies
+    PROVIDE_DEPENDENCIES puts in its prefix. STEPS_TAKEN (default:
     REBUILD_STEPS) are the recorded commands read for tests switched off; without a usable test suite, crossbuild's
     probes run every product on the target (exercise.py), and the proof level says what ran (levels.py)."""
     root = Path(os.path.abspath(root))
@@ -239,7 +241,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                                                own_folders=own_folders(root, toolchain), within=toolchain.workspace)
             if build_machine_check and rebuild_steps and not report.reasons:
                 native_check.recheck(report.smoke_runs, root, toolchain, rebuild_steps, rebuild_source,
-                                     rebuild_edits, box.backend, smoke_timeout_s)
+                                     rebuild_edits, box.backend, smoke_timeout_s, provide_dependencies)
         else:
             with tempfile.TemporaryDirectory(prefix="crossbuild-verify-") as tmp:
                 report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, Path(tmp))

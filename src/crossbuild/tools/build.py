@@ -22,6 +22,7 @@ from crossbuild.proof.rebuild_check import scan_outputs
 from crossbuild.proof.verify import VerifyReport, verify
 from crossbuild.tools import paths
 from crossbuild.tools.base import BadArguments, ErrorType, Tool, ToolArgs, ToolResult
+from crossbuild.tools.build_dependency import provide_again
 from crossbuild.tools.command import INSPECTION_TOOLS
 from crossbuild.tools.context import RunContext
 from crossbuild.tools.knowledge import attach_knowledge
@@ -276,7 +277,8 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     report = verify(real, ctx.target, toolchain=ctx.toolchain, box=ctx.sandbox, run_tests=args.run_tests,
                     rebuild_steps=(steps or None) if rebuild else None, steps_taken=steps,
                     rebuild_edits=ctx.edited, smoke_timeout_s=args.timeout,
-                    build_machine_check=args.build_machine_check)
+                    build_machine_check=args.build_machine_check,
+                    provide_dependencies=lambda target, prefix: provide_again(ctx, target, prefix))
     text = report.summary(paths.display(ctx, real))
     if rebuild and not steps:
         text += "\n  clean rebuild: not run (no successful build commands in this session to replay)"

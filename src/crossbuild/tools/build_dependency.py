@@ -3,8 +3,11 @@ and say what the consumer needs to find it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field
 
+from crossbuild.foundation.targets import Target
 from crossbuild.tools.base import Tool, ToolArgs, ToolFailure, ToolResult
 from crossbuild.tools.context import RunContext
 
@@ -31,9 +34,29 @@ def _build_dependency(ctx: RunContext, args: BuildDependencyArgs, _: None) -> To
             f"turn off the optional feature that needs {args.name} (build_status lists the project's options: look "
             f"for WITH_/ENABLE_/USE_ options named after it), say so in the finish summary, and configure again"),
             **data)
+    ctx.record_dependency(args.name, args.version)
     lines = [out.message, *(f"  {k}: {v}" for k, v in out.consumer.items()),
              "Configure the project again (from a clean build folder for CMake)."]
     return ToolResult(ok=True, message="\n".join(lines), data=data)
+
+
+def provide_again(ctx: RunContext, target: Target, prefix: Path) -> str | None:
+    """The dependencies this session's build_dependency calls provided, built for TARGET (the build machine, for
+    the build-machine check) into PREFIX by the same builder, from the same names: None once all are there (or
+    there are none), else why one is not."""
+    if not ctx.dependencies:
+        return None
+    if ctx.dependency_builder is None:
+        return "dependencies cannot be built in this session"
+    sub = RunContext.create(ctx.xbuild / f"deps-{target.name}", target, prefix=prefix, kb=ctx.kb, jobs=ctx.jobs,
+                            sandbox_backend="none" if ctx.sandbox.backend == "none" else "auto", cancel=ctx.cancel,
+                            dependency_builder=ctx.dependency_builder, depth=ctx.depth,
+                            passthrough=ctx.toolchain.passthrough)
+    for name, version in ctx.dependencies:
+        out = ctx.dependency_builder(sub, name, version)
+        if not out.ok:
+            return f"{name}: {out.message[:300]}"
+    return None
 
 
 BUILD_DEPENDENCY = Tool(

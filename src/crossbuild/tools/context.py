@@ -21,6 +21,7 @@ from crossbuild.foundation.targets import Target
 
 HISTORY = "commands.jsonl"  # in .xbuild/, which builds cannot write
 EDITS = "edited.txt"  # files the agent's own file tools changed, one workspace-relative path per line
+DEPENDENCIES = "dependencies.jsonl"  # the dependencies build_dependency put into the prefix: {"name", "version"}
 MAX_HISTORY_BYTES = 16 << 20
 
 
@@ -42,6 +43,19 @@ def _append_line(path: Path, line: str) -> None:
 
 def _load_edits(path: Path) -> list[str]:
     return list(dict.fromkeys(line for line in _read_lines(path) if line))
+
+
+def _load_dependencies(path: Path) -> list[tuple[str, str | None]]:
+    out: list[tuple[str, str | None]] = []
+    for line in _read_lines(path):
+        try:
+            entry = json.loads(line)
+            asked = (str(entry["name"]), None if entry.get("version") is None else str(entry["version"]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            continue  # a line cut by a crash
+        if asked not in out:
+            out.append(asked)
+    return out
 
 
 def _load_history(path: Path) -> list[CommandRecord]:
@@ -90,6 +104,8 @@ class RunContext:
     keep_features: bool = False  # a dependency that cannot be had ends the build instead of its feature being dropped
     kb_attached: list[str] = field(default_factory=list)  # entry|actions already shown in this session
     edited: list[str] = field(default_factory=list)  # what write_file/edit_file changed (the clean rebuild keeps it)
+    # (name, version) of each dependency build_dependency provided: the build-machine check provides them again
+    dependencies: list[tuple[str, str | None]] = field(default_factory=list)
     _log_seq: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
     _path_locks: defaultdict[str, threading.Lock] = field(default_factory=lambda: defaultdict(threading.Lock),
                                                            repr=False)
@@ -118,7 +134,8 @@ class RunContext:
                    command_limits=command_limits or Limits(), jobs=jobs or os.cpu_count() or 2,
                    cancel=cancel or threading.Event(), dependency_builder=dependency_builder,
                    install_prefix=install_prefix, destdir=destdir, depth=depth, keep_features=keep_features,
-                   commands=_load_history(tc.xbuild / HISTORY), edited=_load_edits(tc.xbuild / EDITS))
+                   commands=_load_history(tc.xbuild / HISTORY), edited=_load_edits(tc.xbuild / EDITS),
+                   dependencies=_load_dependencies(tc.xbuild / DEPENDENCIES))
 
     def ready_to_build(self) -> None:
         """Make the toolchain's zig cache layer once, before this context's first sandboxed command: a context
@@ -158,6 +175,13 @@ class RunContext:
             return
         self.edited.append(rel)
         _append_line(self.xbuild / EDITS, rel)
+
+    def record_dependency(self, name: str, version: str | None) -> None:
+        """A dependency build_dependency put into the prefix (kept in the workspace too, for a reopened one)."""
+        if (name, version) in self.dependencies:
+            return
+        self.dependencies.append((name, version))
+        _append_line(self.xbuild / DEPENDENCIES, json.dumps({"name": name, "version": version}))
 
     def path_lock(self, real_path: Path) -> threading.Lock:
         """Calls that touch the same file are serialised by a lock per real path."""
