@@ -190,6 +190,77 @@ def test_tests_that_fail_to_build_are_built_apart_from_the_library_first_and_sai
            "and example targets pnggetset (their build failed: .xbuild/logs/0002-cmake.log)" in args["summary"]
 
 
+NINJA_TARGETS = [{**t, "output": t["name"], "built": False} for t in TARGETS] + [
+    {"name": "hash_test", "type": "EXECUTABLE", "paths": ["test/hash_test.cc"], "output": "bin/hash_test",
+     "built": False},
+    {"name": "chars_test", "type": "EXECUTABLE", "paths": ["test/chars_test.cc"], "output": "bin/chars_test",
+     "built": False}]
+
+
+def _built(*names: str) -> list[dict]:
+    return [{**t, "built": t["name"] in names} for t in NINJA_TARGETS]
+
+
+def test_a_ninja_build_keeps_going_and_leaves_out_only_the_tests_that_did_not_build():
+    """One test program newer libc++ rejects: the build keeps going (ninja -k 0), and the targets that built are
+    built by name, the tests among them; only the one that did not is left out, and said."""
+    planner = _cmake_planner()
+    planner._decide()
+    planner._observe(Message("tool", "[exit=1] cmake --build build", name="run_command", is_error=True,
+                             data=TESTS_FAIL))
+    assert _called(planner._decide()) == ("build_status", {})
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_targets": _built("png_static")}))
+    assert _called(planner._decide())[1]["command"] == "cmake --build build --parallel 2 -- -k 0"
+    planner._observe(Message("tool", "[exit=1]", name="run_command", is_error=True, data=TESTS_FAIL))
+    assert _called(planner._decide()) == ("build_status", {})
+    planner._observe(Message("tool", "status", name="build_status", data={
+        "cmake_targets": _built("png_static", "pngfix", "pnggetset", "hash_test")}))
+    # no clean folder: every target that was built is named again
+    assert _called(planner._decide())[1]["command"] == \
+        "cmake --build build --parallel 2 --target png_static pngfix pnggetset hash_test"
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    assert _called(planner._decide())[1]["command"] == "cmake --install build"
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    name, args = _called(planner._decide())
+    assert "tests not built: tests-or-examples-fail-to-build: 1 test or example targets did not build and were " \
+           "left out, chars_test (their build failed: .xbuild/logs/0002-cmake.log)" in args["summary"]
+    assert planner.state.recipe == [CMAKE_RECIPE[0], {**CMAKE_RECIPE[1], "argv": [
+        *CMAKE_RECIPE[1]["argv"], "--target", "png_static", "pngfix", "pnggetset", "hash_test"]}, CMAKE_RECIPE[2]]
+
+
+def test_when_the_tests_that_built_break_the_build_by_name_all_tests_are_left_out():
+    """A test that built but whose build step fails again (a post-build run): every test and example is left out,
+    from a clean folder, as before; and a library that did not build is never split finely."""
+    planner = _cmake_planner()
+    planner._decide()
+    planner._observe(Message("tool", "[exit=1]", name="run_command", is_error=True, data=TESTS_FAIL))
+    planner._decide()
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_targets": _built()}))
+    planner._decide()
+    planner._observe(Message("tool", "[exit=1]", name="run_command", is_error=True, data=TESTS_FAIL))
+    planner._decide()
+    planner._observe(Message("tool", "status", name="build_status", data={
+        "cmake_targets": _built("png_static", "pngfix", "hash_test")}))
+    planner._decide()
+    planner._observe(Message("tool", "[exit=1]", name="run_command", is_error=True, data=TESTS_FAIL))
+    assert _called(planner._decide())[1]["command"] == "rm -rf build"
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    planner._decide()
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    assert _called(planner._decide())[1]["command"] == "cmake --build build --parallel 2 --target png_static pngfix"
+    # the product's own target did not build while going on: no fine split
+    planner = _cmake_planner()
+    planner._decide()
+    planner._observe(Message("tool", "[exit=1]", name="run_command", is_error=True, data=TESTS_FAIL))
+    planner._decide()
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_targets": _built()}))
+    planner._decide()
+    planner._observe(Message("tool", "[exit=1]", name="run_command", is_error=True, data=TESTS_FAIL))
+    planner._decide()
+    planner._observe(Message("tool", "status", name="build_status", data={"cmake_targets": _built("hash_test")}))
+    assert _called(planner._decide())[1]["command"] == "rm -rf build"
+
+
 def test_when_the_library_fails_without_its_tests_too_the_tests_are_turned_off_and_said():
     """The targets built apart fail as well (the install of a left-out example, here): the whole build again, with
     the options the entry names turned off, and the note says which turned the tests off (not the examples')."""

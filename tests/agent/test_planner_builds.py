@@ -394,6 +394,31 @@ def test_tests_that_still_fail_to_build_after_the_dependency_are_left_out_and_sa
     assert "built the other targets by name, without the test and example targets zver_test" in out["message"]
 
 
+@pytest.mark.slow
+def test_one_test_that_does_not_compile_leaves_out_only_itself_and_the_others_run_on_the_target(tmp_path):
+    """A C++ project whose one test newer libc++ rejects: the build keeps going, the tests that built are built by
+    name and run by CTest on the target; the verdict is `tested`, the test that did not build listed, not run."""
+    project = tmp_path / "zver"
+    (project / "tests").mkdir(parents=True)
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(zver C)\nenable_testing()\nadd_library(zver zver.c)\n"
+        "foreach(t zver_test zver_more_test chars_test)\n  add_executable(${t} tests/${t}.c)\n"
+        "  target_link_libraries(${t} zver)\n  add_test(NAME ${t} COMMAND ${t})\nendforeach()\n"
+        "install(TARGETS zver)\n")
+    (project / "zver.c").write_text("int zver(void) { return 1; }\n")
+    for name in ("zver_test", "zver_more_test"):
+        (project / "tests" / f"{name}.c").write_text("int zver(void);\nint main(void) { return zver() != 1; }\n")
+    (project / "tests" / "chars_test.c").write_text('#error "char_traits<unsigned char> is gone"\n')
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "--prefix", str(tmp_path / "prefix"))
+    assert out["status"] == "verified", out["message"]
+    assert "1 test or example targets did not build and were left out, chars_test" in out["message"]
+    verdict = out["verify"]
+    assert verdict["proof"] == "tested", verdict["proof_why"]
+    runs = {run["path"]: run for run in verdict["smoke_runs"]}
+    assert runs["zver_test"]["passed"] and runs["zver_more_test"]["passed"]
+    assert runs["chars_test"]["skipped"] == "ctest: Not Run (its program was not built)", runs["chars_test"]
+
+
 FEATURES = ("Frobnicate", "Quuxify", "Zorblax", "Wibblify")
 
 

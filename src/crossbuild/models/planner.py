@@ -67,7 +67,8 @@ class PlannerState:
     env: dict[str, str] = field(default_factory=dict)
     tests_off_by: dict[str, str] = field(default_factory=dict)  # disable pattern or "make goals" -> the entry's id
     # test or example programs failed to build (CMake): build the other targets by name before turning tests off;
-    # split: "" (not tried) | "asked" (build_status asked for the targets) | "trying" | "done" | "failed"
+    # split: "" (not tried) | "asked" (build_status asked for the targets) | "going" (the build kept going past
+    # its failures, ninja -k 0, to see which targets build) | "trying" | "done" | "failed"
     split: str = ""
     split_from: dict[str, Any] = field(default_factory=dict)  # the failed build step, its result's data and entry
     serial: bool = False  # a parallel make build that failed was run again serially (_serially)
@@ -384,14 +385,19 @@ class Planner:
                 s.phase = "blocked"
                 s.blocked_reason = f"could not remove the old build folder: {result.text.splitlines()[0][:200]}"
             return
+        if s.split == "going":  # which targets built, whatever the exit: build_status reads it (_on_targets)
+            if result.is_error:
+                s.split = "asked"
+            else:  # everything built this time: the step that did is the recipe's
+                s.split, s.split_from["built"] = "done", s.split_from["going"]
+                s.step += 1
+            return
         if not result.is_error:
             if s.step < len(s.recipe) and s.recipe[s.step]["argv"][:2] == ["cmake", "--build"]:
                 s.split_later = {}  # built past the tests' failure: nothing left to split for
             if s.split == "trying":
                 s.split, split = "done", s.split_from
-                s.notes.append(f"tests not built: {split['entry']}: built the other targets by name, without the "
-                               f"test and example targets {' '.join(split['left'][:8])} (their build failed: "
-                               f"{split['log'] or split['first']})")
+                s.notes.append(_split_note(split))
             s.step += 1
             return
         step = s.recipe[s.step]
@@ -404,6 +410,11 @@ class Planner:
             s.notes.append(f"`{shlex.join(step['argv'][:2])}` failed ({first[:120]}); the "
                            "build is judged where it was built")
             s.step += 1
+            return
+        if s.split in ("trying", "done") and s.split_from.get("fine"):  # the tests that built break it: all out
+            split = s.split_from
+            s.recipe = [split["step"] if r is split["built"] else r for r in s.recipe]
+            self._split_apart(split, split["keep"], split["all_left"])
             return
         if s.split in ("trying", "done"):  # it failed even without them: the whole build, with the fixes waiting
             split, s.split = s.split_from, "failed"
@@ -475,21 +486,47 @@ class Planner:
         return True
 
     def _on_targets(self, data: dict[str, Any], result: Message) -> None:
+        """The targets of the build whose tests failed to build: first the build keeps going past its failures
+        (ninja's -k 0), so that every test that builds is built; then the targets that built are built by name,
+        leaving out only those that did not (one test that newer libc++ rejects no longer leaves out hundreds).
+        When that fails, or a target of the product did not build, the tests and examples are all left out."""
         s = self.state
         s.phase = "steps"
-        keep, left = split_targets(data.get("cmake_targets") or [])
+        targets = data.get("cmake_targets") or []
+        keep, left = split_targets(targets)
         split = s.split_from
-        if not keep or not left or s.recipe[s.step] != split["step"]:
+        if not keep or not left or s.recipe[s.step] not in (split["step"], split.get("going")):
             s.split = "failed"
             s.notes.append("no test or example targets to build apart (build.ninja)")
             self._fix_or_block(split["step"], split["data"], split["first"])
             return
+        built = {t["name"] for t in targets if t.get("built")}
+        ninja = all("output" in t for t in targets) and "--" not in split["step"]["argv"]
+        if ninja and "going" not in split:  # keep going once; the recipe's step itself is kept for the rebuild
+            split["going"] = {**split["step"], "argv": [*split["step"]["argv"], "--", "-k", "0"]}
+            s.recipe = [split["going"] if i == s.step else r for i, r in enumerate(s.recipe)]
+            s.split = "going"
+            return
+        s.recipe = [split["step"] if r is split.get("going") else r for r in s.recipe]
+        if "going" in split and set(keep) <= built and (tests := [t for t in left if t in built]):
+            split.update(fine=True, keep=keep, all_left=left)
+            self._split_apart(split, keep + tests, [t for t in left if t not in built], clean=False)
+            return
+        self._split_apart(split, keep, left)
+
+    def _split_apart(self, split: dict[str, Any], names: list[str], left: list[str], clean: bool = True) -> None:
+        """The failed build step of SPLIT again, naming the targets NAMES (LEFT: those left out). CLEAN: from a
+        clean build folder, when test programs the whole build made are left out (libpng's pngvalid), which a
+        build by name does not make and the clean rebuild would miss."""
+        s = self.state
+        split["fine"] = not clean
         s.split, split["left"] = "trying", left
-        split["built"] = {**split["step"], "argv": [*split["step"]["argv"], "--target", *keep]}
-        s.recipe = [split["built"] if i == s.step else r for i, r in enumerate(s.recipe)]  # a copy: not the result's
-        # from a clean build folder: the failed whole build left some test programs (libpng's pngvalid) that a
-        # build by name does not make, and the clean rebuild would miss them
-        s.clean_first, s.step = True, min(s.step, _restart_index(s.recipe))
+        split["built"] = {**split["step"], "argv": [*split["step"]["argv"], "--target", *names]}
+        index = s.recipe.index(split["step"]) if split["step"] in s.recipe else s.step
+        s.recipe = [split["built"] if i == index else r for i, r in enumerate(s.recipe)]  # a copy: not the result's
+        s.step = index
+        if clean:
+            s.clean_first, s.step = True, min(index, _restart_index(s.recipe))
 
     def _rebuild_with_fixes(self, kb: list[dict[str, Any]], kinds: frozenset[str] | None = None,
                             keep_tests: bool = False) -> bool:
@@ -740,3 +777,13 @@ def _last_results(messages: list[Message]) -> list[Message]:
             break
         out.append(m)
     return list(reversed(out))
+
+
+def _split_note(split: dict[str, Any]) -> str:
+    """What building the targets apart left out, and why."""
+    why = f"their build failed: {split['log'] or split['first']}"
+    if split.get("fine"):
+        return (f"tests not built: {split['entry']}: {len(split['left'])} test or example targets did not build "
+                f"and were left out, {' '.join(split['left'][:8])} ({why}); every other target was built by name")
+    return (f"tests not built: {split['entry']}: built the other targets by name, without the test and example "
+            f"targets {' '.join(split['left'][:8])} ({why})")

@@ -93,6 +93,7 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie(runs, harness, commands, executables | emulator)
+    _programs_not_built(runs, commands, emulator, toolchain.workspace)
     if box.exec_handler is not None and not any(r.passed and r.on_target for r in runs):  # qemu's record needs binfmt
         _tie_by_running_again(runs, harness, toolchain, box, env, max(timeout, SUITE_S) * scale, log_dir)
     # tests all skipped or not built (BUILD_TESTING off leaves CTest's file): the executables say what they can
@@ -198,6 +199,26 @@ def tie(runs: list[SmokeRun], harness: Harness, commands: dict[str, list[str]], 
             continue
         command = commands.get(r.path) or commands.get(r.path.split(":", 1)[-1]) or []
         r.on_target = any(path in target_programs for arg in command for path in _ABSOLUTE.findall(arg))
+
+
+def _programs_not_built(runs: list[SmokeRun], commands: dict[str, list[str]], emulator: set[str],
+                        workspace: Path) -> None:
+    """A test whose command starts the emulator on a program the build did not make (a test left out because it
+    did not compile): CTest cannot tell, since the emulator is there, so it is listed as not built, not failed.
+    Only a program below WORKSPACE is looked for (the command is the build's writing), never following a link."""
+    for r in runs:
+        command = commands.get(r.path) or []
+        if r.passed or r.skipped or len(command) < 2 or command[0] not in emulator:
+            continue
+        program = os.path.normpath(command[1])
+        if not program.startswith(str(workspace) + "/"):
+            continue
+        try:
+            missing = not safefs.lexists(workspace, os.path.relpath(program, workspace))
+        except safefs.UnsafePath:
+            continue
+        if missing:
+            r.skipped, r.triage, r.why = records.NOT_BUILT, None, None
 
 
 def _tie_by_running_again(runs: list[SmokeRun], harness: Harness, toolchain: Toolchain, box: Sandbox,
