@@ -266,3 +266,30 @@ def test_build_output_never_selects_a_host_file_as_a_build_machine_tool(tmp_path
     assert all(not r["ok"] and "is not a data file of a Debian package" in r["message"] for _, r in calls)
     assert build_tools.installed() == before and tree_state(host_dir) == host_before
     assert API_KEY.encode() not in (tmp_path / "runs.db").read_bytes()
+
+
+SWAPPING_TEST_CMAKE = """cmake_minimum_required(VERSION 3.16)
+project(swap C)
+enable_testing()
+add_executable(swaptool tool.c)
+install(TARGETS swaptool)
+add_test(NAME runs COMMAND swaptool)
+# a test that passes, and on its way puts a host program where the built one was, in build/ and in install/
+add_test(NAME swaps COMMAND sh -c "cp /usr/bin/true $<TARGET_FILE:swaptool> && cp /usr/bin/true \\
+${CMAKE_INSTALL_PREFIX}/bin/swaptool && echo EVIL_RAN swap")
+set_tests_properties(swaps PROPERTIES DEPENDS runs)  # after the honest test has passed
+"""
+
+
+def test_a_test_that_swaps_the_built_program_for_a_host_one_is_not_verified(tmp_path):
+    """The tests run with write access to the build folder: what they leave there is scanned again, so a passing
+    test cannot hand the user a host binary under a verified verdict."""
+    src = tmp_path / "swap"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(SWAPPING_TEST_CMAKE)
+    (src / "tool.c").write_text("int main(void) { return 0; }\n")
+    out, ws = build(tmp_path, src)
+    assert "EVIL_RAN swap" in logs_of(ws)
+    assert (ws / "install" / "bin" / "swaptool").read_bytes()[18] == 62  # the host's program (EM_X86_64) is there
+    assert out["status"] != "verified", out["message"]
+    assert "swaptool: written while the tests ran" in out["message"], out["message"]

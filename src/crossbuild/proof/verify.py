@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -158,17 +158,11 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         if not report.rebuild["ok"]:
             report.reasons.append(f"clean rebuild failed: {report.rebuild['error']}")
 
-    scans = [(root, scan_outputs(root, toolchain))]
-    if (rest := scan_elsewhere(root, toolchain)) is not None:
-        scans.append((toolchain.workspace, rest))
     bad: list[tuple[Artifact, list[str]]] = []
     installed = _installed_names(toolchain)
     for_build = BuildMachineOutputs(toolchain, installed)
-    for anchor, scan in scans:
-        up = None if anchor == root else os.path.relpath(anchor, os.path.realpath(root))
-
-        def shown(rel: str, up: str | None = up) -> str:  # every path relative to ROOT ("../install/bin/x")
-            return rel if up is None else os.path.join(up, rel)
+    for anchor, scan in _scans(root, toolchain):
+        shown = _shown(root, anchor)
         report.probes_excluded += len(scan.probes_excluded)
         report.linker_temporaries += [shown(rel) for rel in scan.linker_temporaries]
         report.probe_mismatches += [f"{shown(a.path)}: {'; '.join(p)}" for a in scan.probe_artifacts
@@ -178,11 +172,9 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             report.reasons.append(f"the artifact scan is incomplete: {scan.incomplete}")
         for a in scan.artifacts:
             problems = check_artifact(a, target)
-            if problems and matches_any(shown(a.path).split("(")[0], allow_host):
-                report.allowed_host.append(shown(a.path))
-                continue
-            if problems and for_build.made(a, anchor):
-                report.build_tools.append(shown(a.path))
+            excused = _excused(a, anchor, shown, problems, allow_host, for_build)
+            if excused:
+                (report.allowed_host if excused == "allowed" else report.build_tools).append(shown(a.path))
                 continue
             a = replace(a, path=shown(a.path), member_of=a.member_of and shown(a.member_of))
             entry = a.to_dict()
@@ -252,11 +244,57 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             # no usable test suite: crossbuild's own probes run every product on the target instead
             report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,
                                          smoke_timeout_s, log_dir, deps, installed)
+    if run_tests and toolchain is not None:  # what the tests and probes ran could write the build's folders
+        report.reasons += _written_by_runs(report, root, toolchain, target, allow_host, for_build)
     report.ok = not report.reasons
     proof = proof_of(report.ok, run_tests, report.smoke_runs, report.probe_runs if run_tests else None,
                      switched_off)
     report.proof, report.proof_counts, report.proof_why = proof.level, proof.counts, proof.why_not_higher
     return report
+
+
+def _scans(root: Path, toolchain: Toolchain | None) -> list[tuple[Path, ScanResult]]:
+    """The build folder ROOT's scan, and that of what the build wrote elsewhere in its workspace, each with the
+    folder its paths are relative to."""
+    scans = [(root, scan_outputs(root, toolchain))]
+    if (rest := scan_elsewhere(root, toolchain)) is not None:
+        scans.append((toolchain.workspace, rest))
+    return scans
+
+
+def _shown(root: Path, anchor: Path) -> Callable[[str], str]:
+    """How a path below ANCHOR is shown: relative to ROOT (`../install/bin/x`)."""
+    up = None if anchor == root else os.path.relpath(anchor, os.path.realpath(root))
+    return lambda rel: rel if up is None else os.path.join(up, rel)
+
+
+def _excused(a: Artifact, anchor: Path, shown: Callable[[str], str], problems: list[str], allow_host: list[str],
+             for_build: BuildMachineOutputs) -> str | None:
+    """Why an artifact that does not fit the target is not the verdict's concern: "allowed" (the user's
+    --allow-host), "tool" (made by the build machine's compilers for the build), else None."""
+    if problems and matches_any(shown(a.path).split("(")[0], allow_host):
+        return "allowed"
+    if problems and for_build.made(a, anchor):
+        return "tool"
+    return None
+
+
+def _written_by_runs(report: VerifyReport, root: Path, toolchain: Toolchain, target: Target,
+                     allow_host: list[str], for_build: BuildMachineOutputs) -> list[str]:
+    """The folders scanned again after the tests and probes ran (they run with write access to the build folder):
+    a binary that does not fit the target and was not there, or fitted, before (a test that replaced the built
+    program with a host one) is a reason, named; the verdict's artifact list is the one read before."""
+    before = {e["path"] for e in [*report.artifacts, *report.elsewhere] if not e.get("ok")}
+    before |= {*report.allowed_host, *report.build_tools}
+    reasons = []
+    for anchor, scan in _scans(root, toolchain):
+        shown = _shown(root, anchor)
+        for a in scan.artifacts:
+            problems = check_artifact(a, target)
+            if problems and shown(a.path) not in before and not _excused(a, anchor, shown, problems, allow_host,
+                                                                          for_build):
+                reasons.append(f"{shown(a.path)}: written while the tests ran, and {'; '.join(problems)}")
+    return reasons[:20]
 
 
 def scan_elsewhere(root: Path, toolchain: Toolchain | None) -> ScanResult | None:
