@@ -508,3 +508,71 @@ def test_a_model_asks_whether_a_failing_test_fails_on_the_build_machine_too(tmp_
             assert zlib.read_bytes()[member + 18] == 62  # zlib built for the build machine, in its own prefix
 
     anyio.run(session)
+
+
+# qemu-user's /proc/self/stat has 0 where Linux has the thread count (googletest's GetThreadCount test)
+THREAD_COUNT_TEST = r"""
+#include <stdio.h>
+int main(void) {
+    FILE *f = fopen("/proc/self/stat", "r");
+    long threads = 0;
+    if (!f || fscanf(f, "%*d %*s %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld",
+                     &threads) != 1) {
+        printf("cannot read /proc/self/stat\n");
+        return 2;
+    }
+    if (threads != 1) {
+        printf("expected 1 thread, got %ld\n", threads);
+        return 1;
+    }
+    return 0;
+}
+"""
+# a test that fails for the target's own reason: on aarch64, whatever runs it
+ARCH_TEST = "int main(void) {\n#ifdef __aarch64__\n    return 1;\n#else\n    return 0;\n#endif\n}\n"
+
+
+@pytest.mark.slow
+def test_a_test_that_fails_only_under_the_emulator_is_the_emulators_and_one_that_fails_on_the_target_is_not(
+        tmp_path):
+    """A CTest test fails under qemu and passes natively for the build machine: its program, built for x86_64, is
+    run once more under qemu-x86_64; failing the same way there is the emulator's (not counted, said). A test that
+    fails only for the target's own reason passes there too, and still blocks."""
+    def project(name: str, failing: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        for ok in ("ok_test", "ok2_test"):
+            (folder / f"{ok}.c").write_text("int main(void) { return 0; }\n")
+        (folder / "odd_test.c").write_text(failing)
+        (folder / "CMakeLists.txt").write_text(
+            f"cmake_minimum_required(VERSION 3.16)\nproject({name} C)\nenable_testing()\n"
+            "foreach(t ok_test ok2_test odd_test)\n  add_executable(${t} ${t}.c)\n"
+            "  add_test(NAME ${t} COMMAND \"$<TARGET_FILE:${t}>\")\nendforeach()\n")
+        return folder
+
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path)], cwd=str(tmp_path),
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
+
+    async def session():
+        async with Client(params) as c:
+            for name, failing in (("threads", THREAD_COUNT_TEST), ("arch", ARCH_TEST)):
+                r = await c.call_tool("open_workspace", {"source": str(project(name, failing)),
+                                                         "target": "aarch64-linux-musl"})
+                assert not r.is_error, _text(r)
+                for command in ("cmake -S src -B build", "cmake --build build"):
+                    r = await c.call_tool("run_command", {"command": command})
+                    assert not r.is_error, _text(r)
+                r = await c.call_tool("verify", {"path": "build", "build_machine_check": True})
+                runs = {s["path"]: s for s in r.structured_content["data"]["smoke_runs"]}
+                if name == "threads":
+                    assert not r.is_error and r.structured_content["data"]["proof"] == "tested", _text(r)
+                    assert runs["odd_test"]["triage"] == "environment", runs
+                    assert runs["odd_test"]["why"].startswith(
+                        "the emulator's: it passes run natively for the build machine and fails the same way under "
+                        "its qemu-user (x86_64-linux-musl: exit 1, \"expected 1 thread, got 0\")"), runs
+                else:
+                    assert r.is_error and "NOT VERIFIED" in _text(r), _text(r)
+                    assert runs["odd_test"]["triage"] == "failed", runs
+                    assert "under qemu-user for x86_64-linux-musl: passed" in runs["odd_test"]["why"], runs
+
+    anyio.run(session)

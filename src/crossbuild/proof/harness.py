@@ -320,15 +320,32 @@ def _environment(toolchain: Toolchain, lib_dirs: list[str]) -> dict[str, str]:
 
 def _listing(harness: Harness, box: Sandbox, env: dict[str, str], log_dir: Path) -> dict[str, list[str]]:
     """Each test's command, as the project's test list defines it; empty without one or when it cannot be read."""
-    if not harness.listing:
+    text = _listing_text(harness, box, env, log_dir)
+    if text is None:
         return {}
-    log_name = f"harness-{harness.name.replace(' ', '-')}-list.log"
+    return records.ctest_commands(text) if harness.name == "ctest" else records.meson_commands(text)
+
+
+def ctest_tests(root: Path, box: Sandbox, log_dir: Path) -> dict[str, tuple[list[str], str | None]]:
+    """Each CTest test of the build folder ROOT: its command and working folder (records.ctest_tests); empty when
+    ROOT's harness is not CTest or its list cannot be read."""
+    harness = find(root)
+    if harness is None or harness.name != "ctest":
+        return {}
+    text = _listing_text(harness, box, {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}, log_dir, "ctest-tests.log")
+    return records.ctest_tests(text) if text is not None else {}
+
+
+def _listing_text(harness: Harness, box: Sandbox, env: dict[str, str], log_dir: Path,
+                  log_name: str | None = None) -> str | None:
+    if not harness.listing:
+        return None
+    log_name = log_name or f"harness-{harness.name.replace(' ', '-')}-list.log"
     res = box.run(list(harness.listing), cwd=harness.cwd, env=env, log_path=log_dir / log_name,
                   limits=Limits(timeout_s=120, max_output_bytes=16 << 20))
     if not res.ok:
-        return {}
-    text = safefs.read_text(log_dir, log_name, max_bytes=17 << 20).split("\n", 2)[-1]  # after the header
-    return records.ctest_commands(text) if harness.name == "ctest" else records.meson_commands(text)
+        return None
+    return safefs.read_text(log_dir, log_name, max_bytes=17 << 20).split("\n", 2)[-1]  # after the header
 
 
 def _judge(r: SmokeRun, limit: float, scale: float, within: Path) -> None:

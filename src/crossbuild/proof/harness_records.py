@@ -104,11 +104,23 @@ def _ctest_run(rest: str, output: list[str]) -> SmokeRun:
 
 def ctest_commands(text: str) -> dict[str, list[str]]:
     """Each test's command from `ctest --show-only=json-v1` (what CTestTestfile.cmake defines), by name."""
+    return {name: command for name, (command, _) in ctest_tests(text).items()}
+
+
+def ctest_tests(text: str) -> dict[str, tuple[list[str], str | None]]:
+    """Each test's command and working folder (its WORKING_DIRECTORY property, None when unset) from `ctest
+    --show-only=json-v1`, by name."""
     data = _json(text)
     tests = data.get("tests") if isinstance(data, dict) else None
-    return {t["name"]: [str(a) for a in t.get("command") or [] if isinstance(a, str | int)]
-            for t in (tests if isinstance(tests, list) else [])[:MAX_TESTS * 2]
-            if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    found = {}
+    for t in (tests if isinstance(tests, list) else [])[:MAX_TESTS * 2]:
+        if not (isinstance(t, dict) and isinstance(t.get("name"), str)):
+            continue
+        props = t.get("properties") if isinstance(t.get("properties"), list) else []
+        folder = next((str(p.get("value")) for p in props if isinstance(p, dict)
+                       and p.get("name") == "WORKING_DIRECTORY" and isinstance(p.get("value"), str)), None)
+        found[t["name"]] = ([str(a) for a in t.get("command") or [] if isinstance(a, str | int)], folder)
+    return found
 
 
 def meson_commands(text: str) -> dict[str, list[str]]:

@@ -13,6 +13,7 @@ A crash is never rechecked: failing to load or dying of a signal on the target b
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import tempfile
@@ -20,14 +21,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from crossbuild.env.recipes import BuildStep
+from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
+from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import TARGETS, Target
-from crossbuild.proof import make_goal
+from crossbuild.proof import make_goal, slowdown
 from crossbuild.proof.artifacts import check_artifact, scan_tree
-from crossbuild.proof.harness import harness_runs
+from crossbuild.proof.harness import ctest_tests, harness_runs
 from crossbuild.proof.second_build import build_again
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
-from crossbuild.proof.target_run import test_program_box
+from crossbuild.proof.target_run import runner_argv, test_program_box
 from crossbuild.proof.triage import telling_line
 
 _VARYING = re.compile(r"0x[0-9a-f]+|\d+(\.\d+)?|/\S+", re.IGNORECASE)  # addresses, counts, times, paths
@@ -94,8 +97,52 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
             smoke_runs(native_root, native, artifacts, box, timeout_s, log_dir, deps, source=fresh.workspace / source,
                        own_folders=own, within=fresh.workspace))
     there = {r.path: r for r in runs}
+    tests = ctest_tests(native_root, box, log_dir) if by_harness and any(
+        (n := there.get(r.path)) is not None and n.passed for r in failing) else {}
     for r in failing:
         _compare(r, there.get(r.path), native)
+        if r.triage != "project" and (n := there.get(r.path)) is not None and n.passed and r.path in tests:
+            _emulated_again(r, tests[r.path], native_root, artifacts, fresh.workspace, box, native, deps,
+                            timeout_s, log_dir)
+
+
+def _emulated_again(run: SmokeRun, test: tuple[list[str], str | None], native_root: Path, artifacts: list[dict],
+                    workspace: Path, box: Sandbox, native: Target, deps: list[str], timeout_s: float,
+                    log_dir: Path) -> None:
+    """A CTest test that failed on the target and passed run natively for the build machine: its program, built for
+    the build machine, runs once more under the build machine's own qemu-user. Failing there the same way is the
+    emulator's failure (qemu-user's /proc/self/stat has no thread count), not the cross-build's: not counted,
+    with that evidence. Only a program the native build made, below its build folder, is run."""
+    command, folder = test
+    if not command or not os.path.isabs(command[0]):
+        return
+    exe = os.path.relpath(os.path.normpath(command[0]), native_root)
+    made = next((a for a in artifacts if a["path"] == exe and a["kind"] == "executable" and a["ok"]), None)
+    if made is None or exe.startswith(".."):
+        return  # a script, the emulator's wrapper (already emulated there), or not the build's
+    argv, _ = runner_argv(native, native_root / exe, dynamic=made.get("linkage") == "dynamic", lib_dirs=deps,
+                          args=command[1:])
+    cwd = Path(os.path.normpath(folder)) if folder and os.path.isabs(folder) else (native_root / exe).parent
+    if argv is None or not cwd.is_relative_to(workspace) or not safefs.is_dir(workspace, cwd.relative_to(workspace)):
+        return
+    log_name = f"emulated-{len(os.listdir(log_dir)):03d}.log"
+    scale = slowdown.factor(native)
+    res = box.run(argv, cwd=cwd, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C"},
+                  log_path=log_dir / log_name, limits=Limits(timeout_s=timeout_s * scale, max_output_bytes=4 << 20))
+    lines = safefs.read_text(log_dir, log_name, max_bytes=5 << 20).splitlines()[2:]  # after crossbuild's header
+    # CTest's console says `Failed` for a non-zero exit without its number: then any non-zero exit is the same
+    code = run.exit_code if run.exit_code is None and (res.returncode or 0) > 0 else res.returncode
+    emulated = SmokeRun(path=run.path, command=argv, exit_code=code, passed=res.ok, stopped=res.stopped,
+                        output_tail="\n".join(lines[-max(8, len(run.output_tail.splitlines())):]))
+    emulated.triage = None if res.ok else "failed" if (res.returncode or -1) > 0 else "crashed"
+    line = telling_line(run.output_tail.splitlines())
+    if not res.ok and _same_failure(run, emulated):
+        run.triage = "environment"
+        said = f", \"{line[:160]}\"" if line else ""
+        run.why = (f"the emulator's: it passes run natively for the build machine and fails the same way under "
+                   f"its qemu-user ({native.name}: exit {res.returncode}{said})")
+    else:
+        run.why = f"{run.why}; under qemu-user for {native.name}: {emulated.outcome()}"
 
 
 def _compare(run: SmokeRun, native_run: SmokeRun | None, native: Target) -> None:
@@ -106,20 +153,25 @@ def _compare(run: SmokeRun, native_run: SmokeRun | None, native: Target) -> None
     if native_run.passed:
         run.why = f"{run.why}; it passes built for {native.name}"
         return
-    ours, theirs = telling_line(run.output_tail.splitlines()), telling_line(native_run.output_tail.splitlines())
-    # each run's first telling line, anywhere in what the other printed: a program's stdout and stderr interleave
-    # differently from run to run (CMake's "-- Configuring incomplete" and its "CMake Error"), but a failure
-    # whose reason one run never printed is another failure
-    here, there = (_normalised(r.output_tail) for r in (run, native_run))
-    same = (native_run.triage == "failed" and native_run.exit_code == run.exit_code
-            and (bool(ours and theirs) and _VARYING.sub("#", ours.strip()) in there
-                 and _VARYING.sub("#", theirs.strip()) in here or ours is None and theirs is None))
-    if same:
+    ours = telling_line(run.output_tail.splitlines())
+    if _same_failure(run, native_run):
         run.triage = "project"
         run.why = (f"fails the same way built for the build machine ({native.name}: {native_run.status}"
                    + (f", \"{ours[:160]}\"" if ours else "") + ")")
     else:
         run.why = f"{run.why}; built for {native.name} it fails otherwise: {native_run.outcome()}"
+
+
+def _same_failure(run: SmokeRun, other: SmokeRun) -> bool:
+    """Whether OTHER failed as RUN did: the same exit status, and each run's first telling line anywhere in what
+    the other printed (a program's stdout and stderr interleave differently from run to run, CMake's
+    "-- Configuring incomplete" and its "CMake Error", but a failure whose reason one run never printed is
+    another failure)."""
+    ours, theirs = telling_line(run.output_tail.splitlines()), telling_line(other.output_tail.splitlines())
+    here, there = (_normalised(r.output_tail) for r in (run, other))
+    return (other.triage == "failed" and other.exit_code == run.exit_code
+            and (bool(ours and theirs) and _VARYING.sub("#", ours.strip()) in there
+                 and _VARYING.sub("#", theirs.strip()) in here or ours is None and theirs is None))
 
 
 def _normalised(output: str) -> set[str]:
