@@ -833,11 +833,14 @@ def _elf_machine(path):
 @pytest.mark.slow
 def test_a_test_that_fails_the_same_way_built_for_the_build_machine_is_the_projects_own_failure(tmp_path):
     """The planner has no fix for a failing golden-file test and gives up; the judge then builds the same steps for
-    x86_64, where it fails the same way: the failure is the project's, the build is verified with it not counted."""
+    x86_64, with the dependency the planner built (zlib) built for x86_64 too, where it fails the same way: the
+    failure is the project's, the build is verified with it not counted."""
     project = _program_with_library(
         tmp_path, "golden", GOLDEN_MISMATCH, "CMakeLists.txt",
-        "cmake_minimum_required(VERSION 3.16)\nproject(golden C)\nadd_library(l STATIC lib.c)\n"
+        "cmake_minimum_required(VERSION 3.16)\nproject(golden C)\nfind_package(ZLIB REQUIRED)\n"
+        "add_library(l STATIC lib.c)\ntarget_link_libraries(l ZLIB::ZLIB)\n"
         "add_executable(logging_unittest main.c)\ntarget_link_libraries(logging_unittest l)\ninstall(TARGETS l)\n")
+    (project / "lib.c").write_text("#include <zlib.h>\nint lib(void){return zlibVersion()[0] == '1';}\n")
     r, out = _build(tmp_path, str(project), "riscv64-linux-musl")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert out["status"] == "verified", out["message"]
@@ -848,6 +851,7 @@ def test_a_test_that_fails_the_same_way_built_for_the_build_machine_is_the_proje
     native = tmp_path / "ws" / ".xbuild" / "native" / "build" / "logging_unittest"
     assert _elf_machine(native) == 62  # EM_X86_64
     assert _elf_machine(tmp_path / "ws" / "build" / "logging_unittest") == 243  # EM_RISCV: the product is untouched
+    assert (tmp_path / "ws" / ".xbuild" / "native-prefix" / "include" / "zlib.h").is_file()
     finishes = sqlite3.connect(tmp_path / "runs.db").execute(
         "SELECT raw_arguments FROM tool_calls WHERE run_id=? AND name='finish' ORDER BY id",
         (out["run_id"],)).fetchall()

@@ -30,6 +30,7 @@ from crossbuild.proof.verify import VerifyReport, verify
 from crossbuild.tools import Toolset, default_toolset
 from crossbuild.tools.base import ErrorType, ToolResult
 from crossbuild.tools.build import replay_steps
+from crossbuild.tools.build_dependency import provide_again
 from crossbuild.tools.context import RunContext
 from crossbuild.tools.knowledge import attach_knowledge
 from crossbuild.tools.schemas import openai_tools
@@ -361,14 +362,20 @@ class Agent:
             self._failed_verify = report  # the outcome shows what the build machine said of each failed program
             return None
         excused = [r.path for r in report.smoke_runs if r.triage == "project"]
-        return Stop(StopReason.VERIFIED, f"{', '.join(excused)} {'fails' if len(excused) == 1 else 'fail'} the same "
-                                         f"way built for the build machine (not counted); the model had given up: "
-                                         f"{summary}", report, out_dir)
+        emulator = [r.path for r in report.smoke_runs if r.triage == "environment" and r.why
+                    and r.why.startswith("the emulator's")]
+        said = [f"{', '.join(excused)} {'fails' if len(excused) == 1 else 'fail'} the same way built for the build "
+                "machine"] if excused else []
+        said += [f"{', '.join(emulator)} {'fails' if len(emulator) == 1 else 'fail'} the same way under the build "
+                 "machine's qemu-user and passes run natively"] if emulator else []
+        return Stop(StopReason.VERIFIED, f"{'; '.join(said) or 'the build machine check passed'} (not counted); the "
+                                         f"model had given up: {summary}", report, out_dir)
 
     def _verify(self, out_dir: str, *, build_machine_check: bool = False) -> VerifyReport:
         report = verify(self.ctx.root / out_dir, self.ctx.target, toolchain=self.ctx.toolchain, box=self.ctx.sandbox,
                         rebuild_steps=replay_steps(self.ctx) or None, rebuild_edits=self.ctx.edited,
-                        build_machine_check=build_machine_check)
+                        build_machine_check=build_machine_check,
+                        provide_dependencies=lambda target, prefix: provide_again(self.ctx, target, prefix))
         self.emit(Event("verify", {"step": self.steps, "ok": report.ok, "reasons": report.reasons[:10],
                                    "counts": report.counts, "output_dir": out_dir, "proof": report.proof,
                                    "proof_counts": report.proof_counts, "proof_why": report.proof_why}))
