@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crossbuild.proof import harness
+from crossbuild.proof import harness, harness_tie
 from crossbuild.proof import harness_records as records
 from tests.conftest import cb
 
@@ -274,7 +274,7 @@ def test_a_harness_test_counts_for_tested_only_when_it_starts_a_target_program(t
     runs = [SmokeRun(path=name, command=[], passed=True, harness="ctest") for name in ("host_only", "script",
                                                                                        "direct")]
     ctest = harness.Harness("ctest", [], tmp_path)
-    harness.tie(runs, ctest, commands, {f"{build}/tool", "/ws/.xbuild/bin/target-run"})
+    harness_tie.tie(runs, ctest, commands, {f"{build}/tool", "/ws/.xbuild/bin/target-run"})
     assert [r.on_target for r in runs] == [False, True, True]
     assert not_tested(True, runs, None) is None
     assert "starts a target program" in not_tested(True, runs[:1], None)
@@ -357,6 +357,6 @@ def test_a_test_that_cannot_run_alone_does_not_end_the_search_for_one_that_can()
             SmokeRun("quick", [], passed=True, duration_s=0.5, harness="meson test"),
             SmokeRun("broken", [], passed=False, duration_s=0.01, harness="meson test"),
             SmokeRun("tied", [], passed=True, duration_s=0.01, harness="meson test", on_target=True)]
-    assert harness.runnable_alone(runs, meson) == [
+    assert harness_tie.runnable_alone(runs, meson) == [
         (runs[3], ["/usr/bin/meson", "test", "--no-rebuild", "quick"]),
         (runs[2], ["/usr/bin/meson", "test", "--no-rebuild", "roundtrip"])]

@@ -25,7 +25,6 @@ import platform
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from crossbuild.env.recipes import BuildStep
@@ -34,8 +33,10 @@ from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof import harness_records as records
+from crossbuild.proof import harness_tie as tie
 from crossbuild.proof import make_goal, slowdown
 from crossbuild.proof.artifacts import check_artifact, scan_tree
+from crossbuild.proof.harness_records import Harness
 from crossbuild.proof.smoke import UNFINISHED, SmokeRun, own_folders, smoke_runs
 from crossbuild.proof.target_run import runner_argv
 from crossbuild.proof.triage import triage
@@ -45,20 +46,6 @@ JOBS = min(os.cpu_count() or 1, 4)  # tests side by side, as the build's own job
 # base limit is at least this, times the emulator's slowdown. Not more: a test that hangs (libxml2's testapi under
 # qemu) costs the whole limit, and twice after a verdict's fix, within an evaluation cell's hour.
 SUITE_S = 150.0
-_ABSOLUTE = re.compile(r"/[^\s\"';=,:]+")  # an absolute path inside a command argument (`-DCLI=/ws/build/x`)
-RUN_AGAIN = 3  # passing tests run again alone, with qemu's record, when no passing test's command names the target
-_PLAIN_NAME = re.compile(r"[\w+][\w.+-]*")  # a test or folder name that is neither an option nor a glob
-_CMAKE_REGEX_SPECIAL = re.compile(r"[.^$*+?()\[\]{}|\\]")  # escaped with a backslash in CTest's -R
-
-
-@dataclass
-class Harness:
-    name: str  # ctest | meson test | make check
-    argv: list[str]
-    cwd: Path
-    options: tuple[str, ...] = ()  # filled in when it runs: {jobs}, {limit} (one test's, s), {scale} (slowdown)
-    listing: tuple[str, ...] = ()  # the command that prints its tests' commands as JSON (none for automake)
-    env: tuple[tuple[str, str], ...] = ()  # the recorded step's own environment (a Makefile's test goal)
 
 
 def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: Toolchain, box: Sandbox,
@@ -92,10 +79,10 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     commands = _listing(harness, box, env, log_dir)
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
-    tie(runs, harness, commands, executables | emulator)
-    _programs_not_built(runs, commands, emulator, toolchain.workspace)
+    tie.tie(runs, harness, commands, executables | emulator)
+    tie.programs_not_built(runs, commands, emulator, toolchain.workspace)
     if box.exec_handler is not None and not any(r.passed and r.on_target for r in runs):  # qemu's record needs binfmt
-        _tie_by_running_again(runs, harness, toolchain, box, env, max(timeout, SUITE_S) * scale, log_dir)
+        tie.tie_by_running_again(runs, harness, toolchain, box, env, max(timeout, SUITE_S) * scale, log_dir)
     # tests all skipped or not built (BUILD_TESTING off leaves CTest's file): the executables say what they can
     return runs if any(not r.skipped for r in runs) else []
 
@@ -107,7 +94,7 @@ def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Tool
     started a target program; the test programs it built and did not run, run bare, when it only built them;
     none otherwise (the executables the build made say what they can)."""
     ws = toolchain.workspace
-    evidence, evidence_env = _fresh_evidence(toolchain)
+    evidence, evidence_env = tie.fresh_evidence(toolchain)
     env = env | dict(harness.env) | evidence_env
     goal_start = time.time()
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, ws)
@@ -187,85 +174,6 @@ def run(harness: Harness, root: Path, box: Sandbox, env: dict[str, str], limit: 
         failed.triage, failed.why = "failed", f"the harness exited {res.returncode}, though no test it reported failed"
         runs.append(failed)
     return runs
-
-
-def tie(runs: list[SmokeRun], harness: Harness, commands: dict[str, list[str]], target_programs: set[str]) -> None:
-    """Mark each run whose test starts a target program (on_target): by its command (CTest, Meson), or, for
-    automake, by being one of TARGET_PROGRAMS itself (its wrapper's name)."""
-    names = {Path(p).name.removeprefix("lt-") for p in target_programs}
-    for r in runs:
-        if harness.name == "make check":
-            r.on_target = Path(r.path).name.removesuffix(".exe") in names
-            continue
-        command = commands.get(r.path) or commands.get(r.path.split(":", 1)[-1]) or []
-        r.on_target = any(path in target_programs for arg in command for path in _ABSOLUTE.findall(arg))
-
-
-def _programs_not_built(runs: list[SmokeRun], commands: dict[str, list[str]], emulator: set[str],
-                        workspace: Path) -> None:
-    """A test whose command starts the emulator on a program the build did not make (a test left out because it
-    did not compile): CTest cannot tell, since the emulator is there, so it is listed as not built, not failed.
-    Only a program below WORKSPACE is looked for (the command is the build's writing), never following a link."""
-    for r in runs:
-        command = commands.get(r.path) or []
-        if r.passed or r.skipped or len(command) < 2 or command[0] not in emulator:
-            continue
-        program = os.path.normpath(command[1])
-        if not program.startswith(str(workspace) + "/"):
-            continue
-        try:
-            missing = not safefs.lexists(workspace, os.path.relpath(program, workspace))
-        except safefs.UnsafePath:
-            continue
-        if missing:
-            r.skipped, r.triage, r.why = records.NOT_BUILT, None, None
-
-
-def _tie_by_running_again(runs: list[SmokeRun], harness: Harness, toolchain: Toolchain, box: Sandbox,
-                          env: dict[str, str], limit: float, log_dir: Path) -> None:
-    """No passing test's command names a target program (json-c's tests are scripts that find their programs
-    themselves): run up to RUN_AGAIN of the passing tests once more, each alone and the quickest first, with qemu
-    keeping its per-process record (make_goal's evidence folder); the first that passes again and during which
-    qemu ran a target program is tied to the target."""
-    ws = toolchain.workspace
-    for n, (r, argv) in enumerate(runnable_alone(runs, harness)[:RUN_AGAIN]):
-        evidence, evidence_env = _fresh_evidence(toolchain)
-        res = box.run(argv, cwd=harness.cwd, env=env | evidence_env,
-                      log_path=log_dir / f"harness-again-{n}.log",  # a test that passed once in D s: 4 D, not its limit
-                      limits=Limits(timeout_s=min(limit, 4 * (r.duration_s or 0.0)) + 60, max_output_bytes=16 << 20))
-        started = make_goal.programs_started(ws, evidence)
-        if res.ok and started:
-            r.on_target = True
-            r.why = f"{started} target program run(s) under qemu when it ran again alone"
-            return
-
-
-def runnable_alone(runs: list[SmokeRun], harness: Harness) -> list[tuple[SmokeRun, list[str]]]:
-    """The passing tests not yet tied to the target that HARNESS can run alone, the quickest first, each with its
-    command (a Meson suite's test or a glob is left out, not the end of the list)."""
-    passing = sorted((r for r in runs if r.passed and not r.on_target), key=lambda r: r.duration_s or 0.0)
-    return [(r, argv) for r in passing if (argv := _one_test(harness, r.path)) is not None]
-
-
-def _fresh_evidence(toolchain: Toolchain) -> tuple[str, dict[str, str]]:
-    """A fresh qemu evidence folder (workspace-relative) below the toolchain's scratch folder, and the environment
-    that makes each qemu process write its record there."""
-    ws = toolchain.workspace
-    folder = make_goal.evidence_folder(ws, os.path.relpath(toolchain.scratch, ws))
-    return folder, make_goal.evidence_env(ws / folder)
-
-
-def _one_test(harness: Harness, name: str) -> list[str] | None:
-    """The command that runs only the test NAME of HARNESS (its setup fixtures too, for CTest), or None."""
-    if harness.name == "ctest":
-        return [harness.argv[0], "--no-tests=error", "-R", "^" + _CMAKE_REGEX_SPECIAL.sub(r"\\\g<0>", name) + "$"]
-    if harness.name == "meson test" and _PLAIN_NAME.fullmatch(name):  # a suite's test (`t - proj:suite`), a glob: no
-        return [harness.argv[0], "test", "--no-rebuild", name]
-    folder, _, base = name.rpartition("/")
-    if harness.name == "make check" and _PLAIN_NAME.fullmatch(base) and (
-            not folder or all(_PLAIN_NAME.fullmatch(part) and part != ".." for part in folder.split("/"))):
-        return ["make", "-C", folder or ".", "check", f"TESTS={base}"]  # a recursive layout's test, in its folder
-    return None
 
 
 def _built_since(folder: Path, target: Target, since: float, prune: frozenset[str]) -> list[dict]:

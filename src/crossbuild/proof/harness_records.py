@@ -9,10 +9,22 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from crossbuild.foundation import safefs
 from crossbuild.proof.smoke import SmokeRun
+
+
+@dataclass
+class Harness:
+    name: str  # ctest | meson test | make check
+    argv: list[str]
+    cwd: Path
+    options: tuple[str, ...] = ()  # filled in when it runs: {jobs}, {limit} (one test's, s), {scale} (slowdown)
+    listing: tuple[str, ...] = ()  # the command that prints its tests' commands as JSON (none for automake)
+    env: tuple[tuple[str, str], ...] = ()  # the recorded step's own environment (a Makefile's test goal)
+
 
 MAX_TESTS = 2000  # a harness's tests kept in one verdict; the rest are left out
 MAX_LINE = 4096  # a console line is cut here before it is matched

@@ -39,7 +39,7 @@ class SmokeRun:
     triage: str | None = None
     why: str | None = None  # the evidence for the triage: a line of its output, or what stopped it
     harness: str | None = None  # the project's harness that ran it (harness.py): PATH is then the test's name
-    on_target: bool | None = None  # a harness's test tied to a target program by its command (harness.tie)
+    on_target: bool | None = None  # a harness's test tied to a target program by its command (harness_tie.tie)
 
     @property
     def failed(self) -> bool:
