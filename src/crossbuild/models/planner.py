@@ -488,8 +488,8 @@ class Planner:
     def _on_targets(self, data: dict[str, Any], result: Message) -> None:
         """The targets of the build whose tests failed to build: first the build keeps going past its failures
         (ninja's -k 0), so that every test that builds is built; then the targets that built are built by name,
-        leaving out only those that did not (one test that newer libc++ rejects no longer leaves out hundreds).
-        When that fails, or a target of the product did not build, the tests and examples are all left out."""
+        leaving out only the tests that did not (one test that newer libc++ rejects no longer leaves out
+        hundreds). When that fails, or no test built, the tests and examples are all left out."""
         s = self.state
         s.phase = "steps"
         targets = data.get("cmake_targets") or []
