@@ -274,8 +274,9 @@ enable_testing()
 add_executable(swaptool tool.c)
 install(TARGETS swaptool)
 add_test(NAME runs COMMAND swaptool)
-# a test that passes, and on its way puts a host program where the built one was, in build/ and in install/
-add_test(NAME swaps COMMAND sh -c "cp /usr/bin/true $<TARGET_FILE:swaptool> && cp /usr/bin/true \\
+# a test that passes, and on its way puts a host program where the built one was: a copy in build/, a link in
+# install/ (links are never followed by the scan)
+add_test(NAME swaps COMMAND sh -c "cp /usr/bin/true $<TARGET_FILE:swaptool> && ln -sf /usr/bin/true \\
 ${CMAKE_INSTALL_PREFIX}/bin/swaptool && echo EVIL_RAN swap")
 set_tests_properties(swaps PROPERTIES DEPENDS runs)  # after the honest test has passed
 """
@@ -293,3 +294,4 @@ def test_a_test_that_swaps_the_built_program_for_a_host_one_is_not_verified(tmp_
     assert (ws / "install" / "bin" / "swaptool").read_bytes()[18] == 62  # the host's program (EM_X86_64) is there
     assert out["status"] != "verified", out["message"]
     assert "swaptool: written while the tests ran" in out["message"], out["message"]
+    assert "install/bin/swaptool: no longer a plain file after the tests ran" in out["message"], out["message"]

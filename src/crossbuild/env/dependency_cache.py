@@ -258,7 +258,8 @@ def install_report(entry: CachedDependency, prefix: Path) -> Installed:
         report = safefs.install_tree(entry.dir, "tree", prefix, files=entry.files, skip=_ours)
         done = Installed(report.files, report.links, [f"{rel} ({why})" for rel, why in report.skipped])
         placed = [f for f in entry.files if f not in {rel for rel, _ in report.skipped}]
-        record = {"key": entry.key, "files": placed, "version": entry.version, "rejected": done.rejected}
+        record = {"key": entry.key, "files": placed, "version": entry.version, "rejected": done.rejected,
+                  "source": entry.source}
         safefs.write_atomic(prefix, _record(entry.source), json.dumps(record).encode())
     return done
 
@@ -293,6 +294,28 @@ def installed(prefix: Path, entry: CachedDependency) -> bool:
     if not isinstance(data, dict) or data.get("key") != entry.key or not isinstance(data.get("files"), list):
         return False
     return all(isinstance(f, str) and safefs.lexists(prefix, f) for f in data["files"])
+
+
+def recorded_sources(prefix: Path) -> list[tuple[str, str | None]]:
+    """(Debian source, version) of each dependency PREFIX's records say was installed there (read without
+    following links; a record of a local source, or one written before sources were recorded, is left out)."""
+    found = []
+    try:
+        with safefs.open_dir(prefix, ".crossbuild-deps") as dfd, os.scandir(dfd) as entries:
+            names = sorted(e.name for e in entries if e.name.endswith(".json"))[:200]
+    except OSError:
+        return []
+    for name in names:
+        text = safefs.read_text_or_none(prefix, f".crossbuild-deps/{name}", max_bytes=64 << 20)
+        try:
+            data = json.loads(text) if text else {}
+        except ValueError:
+            continue
+        source = data.get("source") if isinstance(data, dict) else None
+        version = data.get("version")
+        if isinstance(source, str) and re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", source):
+            found.append((source, version if isinstance(version, str) else None))
+    return found
 
 
 @contextmanager

@@ -501,7 +501,7 @@ class Planner:
             self._fix_or_block(split["step"], split["data"], split["first"])
             return
         built = {t["name"] for t in targets if t.get("built")}
-        ninja = all("output" in t for t in targets) and "--" not in split["step"]["argv"]
+        ninja = any("output" in t for t in targets) and "--" not in split["step"]["argv"]  # build.ninja's links
         if ninja and "going" not in split:  # keep going once; the recipe's step itself is kept for the rebuild
             split["going"] = {**split["step"], "argv": [*split["step"]["argv"], "--", "-k", "0"]}
             s.recipe = [split["going"] if i == s.step else r for i, r in enumerate(s.recipe)]

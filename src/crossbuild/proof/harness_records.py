@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crossbuild.foundation import safefs
-from crossbuild.proof.smoke import SmokeRun
+from crossbuild.proof.smoke import NOT_BUILT, SmokeRun
 
 
 @dataclass
@@ -46,7 +46,6 @@ _RESULTS = {  # the harnesses' words -> passed | skipped
     "Passed": "passed", "PASS": "passed", "XFAIL": "passed", "OK": "passed", "EXPECTEDFAIL": "passed",
     "Skipped": "skipped", "Not Run (Disabled)": "skipped", "SKIP": "skipped",
 }
-NOT_BUILT = "ctest: Not Run (its program was not built)"
 
 
 def lines_of(text: str) -> list[str]:

@@ -12,10 +12,9 @@ from pathlib import Path
 from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
-from crossbuild.proof import harness_records as records
 from crossbuild.proof import make_goal
 from crossbuild.proof.harness_records import Harness
-from crossbuild.proof.smoke import SmokeRun
+from crossbuild.proof.smoke import NOT_BUILT, SmokeRun
 
 _ABSOLUTE = re.compile(r"/[^\s\"';=,:]+")  # an absolute path inside a command argument (`-DCLI=/ws/build/x`)
 RUN_AGAIN = 3  # passing tests run again alone, with qemu's record, when no passing test's command names the target
@@ -36,23 +35,34 @@ def tie(runs: list[SmokeRun], harness: Harness, commands: dict[str, list[str]], 
 
 
 def programs_not_built(runs: list[SmokeRun], commands: dict[str, list[str]], emulator: set[str],
-                        workspace: Path) -> None:
+                       workspace: Path, scanned: set[str]) -> None:
     """A test whose command starts the emulator on a program the build did not make (a test left out because it
     did not compile): CTest cannot tell, since the emulator is there, so it is listed as not built, not failed.
-    Only a program below WORKSPACE is looked for (the command is the build's writing), never following a link."""
+    Never a program the verifier found before the tests ran (SCANNED: a test that deleted its own program failed),
+    and only one that is plainly absent below WORKSPACE (the command is the build's writing): a link on the way, or
+    anything else odd, leaves the failure as it is."""
     for r in runs:
         command = commands.get(r.path) or []
         if r.passed or r.skipped or len(command) < 2 or command[0] not in emulator:
             continue
         program = os.path.normpath(command[1])
-        if not program.startswith(str(workspace) + "/"):
+        if program in scanned or not program.startswith(str(workspace) + "/"):
             continue
-        try:
-            missing = not safefs.lexists(workspace, os.path.relpath(program, workspace))
-        except safefs.UnsafePath:
-            continue
-        if missing:
-            r.skipped, r.triage, r.why = records.NOT_BUILT, None, None
+        if _absent(workspace, os.path.relpath(program, workspace)):
+            r.skipped, r.triage, r.why = NOT_BUILT, None, None
+
+
+def _absent(anchor: Path, rel: str) -> bool:
+    """Whether ANCHOR/REL plainly does not exist: its folder is there (no link on the way) and holds no such name."""
+    folder, _, name = rel.rpartition("/")
+    try:
+        with safefs.open_dir(anchor, folder or ".") as dfd:
+            os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    except OSError:  # a link on the way (UnsafePath), a folder that is not one: not "never built"
+        return False
+    return False
 
 
 def tie_by_running_again(runs: list[SmokeRun], harness: Harness, toolchain: Toolchain, box: Sandbox,

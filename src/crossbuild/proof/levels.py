@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from crossbuild.proof.smoke import UNFINISHED
+from crossbuild.proof.smoke import NOT_BUILT, UNFINISHED
 
 if TYPE_CHECKING:
     from crossbuild.proof.exercise import ProbeRun
@@ -95,7 +95,9 @@ def not_tested(run_tests: bool, runs: list[SmokeRun], tests_off: str | None) -> 
     if harnessed and passed and not any(r.passed and r.on_target for r in harnessed):
         return (f"no test of the project's {harnessed[0].harness} that passed starts a target program (their "
                 "commands name neither the emulator nor a program built for the target)")
-    if passed and not any(r.failed for r in ran) and excused < passed:
+    # tests the build never made (left out because they did not compile) weigh like those not counted
+    not_built = sum(1 for r in runs if r.skipped == NOT_BUILT)
+    if passed and not any(r.failed for r in ran) and excused + not_built < passed:
         return None
     if not run_tests:
         return "test programs were not run (run_tests off)"
@@ -105,4 +107,6 @@ def not_tested(run_tests: bool, runs: list[SmokeRun], tests_off: str | None) -> 
         return f"none of the {len(runs)} test programs could run here ({runs[0].skipped})"
     if not passed:
         return f"no test program passed on the target ({excused} of {len(ran)} not counted)"
+    if not_built:
+        return f"as many test programs not counted ({excused}) or not built ({not_built}) as passed ({passed})"
     return f"as many test programs not counted ({excused}) as passed ({passed})"

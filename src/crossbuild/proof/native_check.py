@@ -19,6 +19,7 @@ import re
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Limits, Sandbox
@@ -34,6 +35,8 @@ from crossbuild.proof.target_run import runner_argv, test_program_box
 from crossbuild.proof.triage import telling_line
 
 _VARYING = re.compile(r"0x[0-9a-f]+|\d+(\.\d+)?|/\S+", re.IGNORECASE)  # addresses, counts, times, paths
+# the same program's two runs: only the folders of paths and addresses vary (a check's file:line must not)
+_FOLDERS = re.compile(r"0x[0-9a-f]+|/(?:[^\s/]+/)+", re.IGNORECASE)
 
 
 def build_machine_target(target: Target) -> Target | None:
@@ -67,6 +70,7 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
     prefix = None
     if provide_dependencies is not None:
         prefix = toolchain.workspace / ".xbuild" / "native-prefix"  # out of the builds' reach, like .xbuild/native
+        safefs.remove_tree(toolchain.workspace, ".xbuild/native-prefix")  # this session's dependencies only
         missing = provide_dependencies(native, prefix)
         if missing:
             for r in failing:
@@ -120,29 +124,48 @@ def _emulated_again(run: SmokeRun, test: tuple[list[str], str | None], native_ro
     made = next((a for a in artifacts if a["path"] == exe and a["kind"] == "executable" and a["ok"]), None)
     if made is None or exe.startswith(".."):
         return  # a script, the emulator's wrapper (already emulated there), or not the build's
+    cwd = Path(os.path.normpath(folder)) if folder and os.path.isabs(folder) else (native_root / exe).parent
+    if not cwd.is_relative_to(workspace) or not safefs.is_dir(workspace, cwd.relative_to(workspace)):
+        return
+    try:  # still the plain file the scan found, not a link a native test left in its place
+        os.close(safefs.open_regular(native_root, exe))
+    except OSError:
+        return
     argv, _ = runner_argv(native, native_root / exe, dynamic=made.get("linkage") == "dynamic", lib_dirs=deps,
                           args=command[1:])
-    cwd = Path(os.path.normpath(folder)) if folder and os.path.isabs(folder) else (native_root / exe).parent
-    if argv is None or not cwd.is_relative_to(workspace) or not safefs.is_dir(workspace, cwd.relative_to(workspace)):
+    if argv is None:
         return
-    log_name = f"emulated-{len(os.listdir(log_dir)):03d}.log"
-    scale = slowdown.factor(native)
-    res = box.run(argv, cwd=cwd, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C"},
-                  log_path=log_dir / log_name, limits=Limits(timeout_s=timeout_s * scale, max_output_bytes=4 << 20))
-    lines = safefs.read_text(log_dir, log_name, max_bytes=5 << 20).splitlines()[2:]  # after crossbuild's header
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C"}
+    if deps:
+        env["LD_LIBRARY_PATH"] = ":".join(deps)
+    limit = timeout_s * slowdown.factor(native)
+    # the control: run so, natively, it must pass (else the folder or environment differ from its harness's)
+    native_res, _ = _run_once(box, [str(native_root / exe), *command[1:]], cwd, env, log_dir, timeout_s)
+    if not native_res.ok:
+        run.why = f"{run.why}; run alone natively for {native.name} it does not pass either: not compared"
+        return
+    res, lines = _run_once(box, argv, cwd, env, log_dir, limit)
     # CTest's console says `Failed` for a non-zero exit without its number: then any non-zero exit is the same
     code = run.exit_code if run.exit_code is None and (res.returncode or 0) > 0 else res.returncode
     emulated = SmokeRun(path=run.path, command=argv, exit_code=code, passed=res.ok, stopped=res.stopped,
                         output_tail="\n".join(lines[-max(8, len(run.output_tail.splitlines())):]))
     emulated.triage = None if res.ok else "failed" if (res.returncode or -1) > 0 else "crashed"
     line = telling_line(run.output_tail.splitlines())
-    if not res.ok and _same_failure(run, emulated):
+    if not res.ok and line and _same_failure(run, emulated, varying=_FOLDERS):
         run.triage = "environment"
-        said = f", \"{line[:160]}\"" if line else ""
         run.why = (f"the emulator's: it passes run natively for the build machine and fails the same way under "
-                   f"its qemu-user ({native.name}: exit {res.returncode}{said})")
+                   f"its qemu-user ({native.name}: exit {res.returncode}, \"{line[:160]}\")")
     else:
         run.why = f"{run.why}; under qemu-user for {native.name}: {emulated.outcome()}"
+
+
+def _run_once(box: Sandbox, argv: list[str], cwd: Path, env: dict[str, str], log_dir: Path,
+              limit: float) -> tuple[Any, list[str]]:
+    """ARGV run once in BOX; its result and what it printed."""
+    log_name = f"emulated-{len(os.listdir(log_dir)):03d}.log"
+    res = box.run(argv, cwd=cwd, env=env, log_path=log_dir / log_name,
+                  limits=Limits(timeout_s=limit, max_output_bytes=4 << 20))
+    return res, safefs.read_text(log_dir, log_name, max_bytes=5 << 20).splitlines()[2:]  # after the header
 
 
 def _compare(run: SmokeRun, native_run: SmokeRun | None, native: Target) -> None:
@@ -162,17 +185,18 @@ def _compare(run: SmokeRun, native_run: SmokeRun | None, native: Target) -> None
         run.why = f"{run.why}; built for {native.name} it fails otherwise: {native_run.outcome()}"
 
 
-def _same_failure(run: SmokeRun, other: SmokeRun) -> bool:
+def _same_failure(run: SmokeRun, other: SmokeRun, varying: re.Pattern[str] | None = None) -> bool:
     """Whether OTHER failed as RUN did: the same exit status, and each run's first telling line anywhere in what
     the other printed (a program's stdout and stderr interleave differently from run to run, CMake's
     "-- Configuring incomplete" and its "CMake Error", but a failure whose reason one run never printed is
-    another failure)."""
+    another failure). VARYING: what is set aside before comparing (default: numbers, addresses and paths)."""
+    varying = varying or _VARYING
     ours, theirs = telling_line(run.output_tail.splitlines()), telling_line(other.output_tail.splitlines())
-    here, there = (_normalised(r.output_tail) for r in (run, other))
+    here, there = (_normalised(r.output_tail, varying) for r in (run, other))
     return (other.triage == "failed" and other.exit_code == run.exit_code
-            and (bool(ours and theirs) and _VARYING.sub("#", ours.strip()) in there
-                 and _VARYING.sub("#", theirs.strip()) in here or ours is None and theirs is None))
+            and (bool(ours and theirs) and varying.sub("#", ours.strip()) in there
+                 and varying.sub("#", theirs.strip()) in here or ours is None and theirs is None))
 
 
-def _normalised(output: str) -> set[str]:
-    return {_VARYING.sub("#", line.strip()) for line in output.splitlines()}
+def _normalised(output: str, varying: re.Pattern[str]) -> set[str]:
+    return {varying.sub("#", line.strip()) for line in output.splitlines()}

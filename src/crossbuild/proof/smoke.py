@@ -21,6 +21,7 @@ _TESTLIKE = re.compile(r"(^|[_\-.])(test|check|example|demo|selftest|unittest)s?
 _TESTLIKE_DIRS = {"test", "tests", "testing", "example", "examples", "demo", "demos"}
 MAX_SMOKE_RUNS = 25
 UNFINISHED = "not finished"  # how a harness's run stopped by crossbuild's overall limit is skipped (harness.py)
+NOT_BUILT = "ctest: Not Run (its program was not built)"  # a harness's test whose program the build never made
 
 
 @dataclass

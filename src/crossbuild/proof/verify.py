@@ -7,6 +7,7 @@ request a build for the build machine that tells a project's own test failures a
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -159,6 +160,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             report.reasons.append(f"clean rebuild failed: {report.rebuild['error']}")
 
     bad: list[tuple[Artifact, list[str]]] = []
+    identities: list[tuple[Path, str, str, tuple[int, ...] | None]] = []  # each product as it was before the tests
+    root_id = _identity(root.parent, root.name)
     installed = _installed_names(toolchain)
     for_build = BuildMachineOutputs(toolchain, installed)
     for anchor, scan in _scans(root, toolchain):
@@ -172,6 +175,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             report.reasons.append(f"the artifact scan is incomplete: {scan.incomplete}")
         for a in scan.artifacts:
             problems = check_artifact(a, target)
+            if not a.member_of:
+                identities.append((anchor, a.path, shown(a.path), _identity(anchor, a.path)))
             excused = _excused(a, anchor, shown, problems, allow_host, for_build)
             if excused:
                 (report.allowed_host if excused == "allowed" else report.build_tools).append(shown(a.path))
@@ -245,7 +250,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,
                                          smoke_timeout_s, log_dir, deps, installed)
     if run_tests and toolchain is not None:  # what the tests and probes ran could write the build's folders
-        report.reasons += _written_by_runs(report, root, toolchain, target, allow_host, for_build)
+        report.reasons += _written_by_runs(report, root, toolchain, target, allow_host, for_build, identities,
+                                           root_id)
     report.ok = not report.reasons
     proof = proof_of(report.ok, run_tests, report.smoke_runs, report.probe_runs if run_tests else None,
                      switched_off)
@@ -279,16 +285,39 @@ def _excused(a: Artifact, anchor: Path, shown: Callable[[str], str], problems: l
     return None
 
 
+def _identity(anchor: Path, rel: str) -> tuple[int, ...] | None:
+    """ANCHOR/REL's file type, inode, size and time, read without following a link on the way; None when absent
+    or behind a link."""
+    folder, _, name = rel.rpartition("/")
+    try:
+        with safefs.open_dir(anchor, folder or ".") as dfd:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        return None
+    return stat.S_IFMT(st.st_mode), st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def _written_by_runs(report: VerifyReport, root: Path, toolchain: Toolchain, target: Target,
-                     allow_host: list[str], for_build: BuildMachineOutputs) -> list[str]:
-    """The folders scanned again after the tests and probes ran (they run with write access to the build folder):
-    a binary that does not fit the target and was not there, or fitted, before (a test that replaced the built
-    program with a host one) is a reason, named; the verdict's artifact list is the one read before."""
+                     allow_host: list[str], for_build: BuildMachineOutputs,
+                     identities: list[tuple[Path, str, str, tuple[int, ...] | None]],
+                     root_id: tuple[int, ...] | None) -> list[str]:
+    """The folders checked again after the tests and probes ran (they run with write access to the build folder):
+    the build folder replaced, a product found before that is gone or no longer a plain file (a link to a host
+    program), a rescan that does not finish, or a binary that does not fit the target and was not there, or
+    fitted, before (a test that copied a host program over the built one) is a reason, named; the verdict's
+    artifact list is the one read before."""
+    now_root = _identity(root.parent, root.name)
+    if root_id is None or now_root is None or now_root[:2] != root_id[:2]:
+        return [f"{root.name}: the build folder was replaced while the tests ran"]
+    reasons = [f"{shown}: {'gone' if now is None else 'no longer a plain file'} after the tests ran"
+               for anchor, rel, shown, was in identities
+               if was is not None and ((now := _identity(anchor, rel)) is None or now[0] != stat.S_IFREG)]
     before = {e["path"] for e in [*report.artifacts, *report.elsewhere] if not e.get("ok")}
     before |= {*report.allowed_host, *report.build_tools}
-    reasons = []
     for anchor, scan in _scans(root, toolchain):
         shown = _shown(root, anchor)
+        if scan.incomplete:
+            reasons.append(f"the artifact scan after the tests ran is incomplete: {scan.incomplete}")
         for a in scan.artifacts:
             problems = check_artifact(a, target)
             if problems and shown(a.path) not in before and not _excused(a, anchor, shown, problems, allow_host,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from crossbuild.env import dependency_cache as deps
 from crossbuild.foundation.targets import Target
 from crossbuild.tools.base import Tool, ToolArgs, ToolFailure, ToolResult
 from crossbuild.tools.context import RunContext
@@ -44,7 +45,11 @@ def provide_again(ctx: RunContext, target: Target, prefix: Path) -> str | None:
     """The dependencies this session's build_dependency calls provided, built for TARGET (the build machine, for
     the build-machine check) into PREFIX by the same builder, from the same names: None once all are there (or
     there are none), else why one is not."""
-    if not ctx.dependencies:
+    # what this session asked for, and what the prefix holds that the build may have found without asking
+    # (a prefix shared across runs)
+    wanted = list(dict.fromkeys([*ctx.dependencies, *((f"debian:{source}", version) for source, version
+                                                      in deps.recorded_sources(ctx.prefix))]))
+    if not wanted:
         return None
     if ctx.dependency_builder is None:
         return "dependencies cannot be built in this session"
@@ -52,7 +57,7 @@ def provide_again(ctx: RunContext, target: Target, prefix: Path) -> str | None:
                             sandbox_backend="none" if ctx.sandbox.backend == "none" else "auto", cancel=ctx.cancel,
                             dependency_builder=ctx.dependency_builder, depth=ctx.depth,
                             passthrough=ctx.toolchain.passthrough)
-    for name, version in ctx.dependencies:
+    for name, version in wanted:
         out = ctx.dependency_builder(sub, name, version)
         if not out.ok:
             return f"{name}: {out.message[:300]}"
