@@ -103,3 +103,20 @@ build CMakeFiles/png.dir/tests/helpers.c.o: C_COMPILER__png_Release /w/src/tests
     # a library with one test helper among its sources stays in
     assert split_targets(targets) == (["png_static", "pngfix", "png"], ["pnggetset", "runner"])
     assert cmake_targets(tmp_path, "elsewhere") == []
+
+
+def test_named_targets_that_hold_tests_by_their_sources_do_not_leave_the_tests_out(tmp_path):
+    """The finer split names every target that built, tests included: a test told by its sources' folder
+    (libpng's pngvalid, in contrib/libtests/) counts as a test named, read from build.ninja."""
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build/build.ninja").write_text(
+        "# Object build statements for STATIC_LIBRARY target png_static\n"
+        "build CMakeFiles/png_static.dir/png.c.o: C_COMPILER__png_static_Release /w/src/png.c\n"
+        "# Object build statements for EXECUTABLE target pngvalid\n"
+        "build CMakeFiles/pngvalid.dir/contrib/libtests/pngvalid.c.o: C_COMPILER__pngvalid_Release /w/src/x.c\n")
+    named = _steps(CMAKE, ("cmake", "--build", "build", "--target", "png_static", "pngvalid"))
+    assert tests_off.tests_switched_off(named, root=tmp_path) is None
+    assert tests_off.tests_switched_off(named) is not None  # without the workspace, the names alone decide
+    only_library = _steps(CMAKE, ("cmake", "--build", "build", "--target", "png_static"))
+    assert tests_off.tests_switched_off(only_library, root=tmp_path) == (
+        "tests not built: only the targets png_static were built (cmake --build build --target)")

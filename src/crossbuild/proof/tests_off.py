@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from crossbuild.env import recipes
+from crossbuild.env import ninja_targets, recipes
 from crossbuild.env.recipes import BuildStep
 
 # a word of an option's name that says the option is about the tests
@@ -113,7 +113,7 @@ def tests_switched_off(steps: Sequence[BuildStep], *, root: Path | None = None,
     for arg, label in filter(None, found.values()):
         reasons.setdefault(label, []).append(arg)
     parts = [f"{', '.join(dict.fromkeys(args))} ({label})" for label, args in reasons.items()]
-    parts += _named_cmake_targets(steps)
+    parts += _named_cmake_targets(steps, root)
     if root is not None and goals_left_out:
         parts += _make_goals_leaving_out_tests(steps, root)
     return "tests not built: " + "; ".join(parts) if parts else None
@@ -144,9 +144,10 @@ def _automake_check(arg: str, args: list[str]) -> bool:
     return arg == "TESTS=" and "check" in args
 
 
-def _named_cmake_targets(steps: Iterable[BuildStep]) -> list[str]:
+def _named_cmake_targets(steps: Iterable[BuildStep], root: Path | None = None) -> list[str]:
     """`cmake --build DIR --target A B` when no step built DIR's default goal and no named target is a test: only
-    A and B were built, the tests left out."""
+    A and B were built, the tests left out. A test is told by its name, or, with the workspace ROOT, as
+    split_targets tells it from DIR's build.ninja (libpng's pngvalid, whose sources are in contrib/libtests/)."""
     named: dict[str, list[str]] = {}
     whole: set[str] = set()
     for step in steps:
@@ -160,7 +161,16 @@ def _named_cmake_targets(steps: Iterable[BuildStep]) -> list[str]:
         elif targets != ["clean"]:
             named.setdefault(folder, []).extend(t for t in targets if t != "clean")
     return [f"only the targets {' '.join(dict.fromkeys(t))} were built (cmake --build {folder} --target)"
-            for folder, t in named.items() if folder not in whole and not any(TEST_NAME.search(n) for n in t)]
+            for folder, t in named.items() if folder not in whole and not any(TEST_NAME.search(n) for n in t)
+            and not _names_tests(root, folder, t)]
+
+
+def _names_tests(root: Path | None, folder: str, names: list[str]) -> bool:
+    """Whether NAMES hold a test or example target of the CMake build folder FOLDER (workspace-relative)."""
+    if root is None or Path(folder).is_absolute() or ".." in Path(folder).parts:
+        return False
+    _, tests = split_targets(ninja_targets.cmake_targets(root, folder))
+    return bool(set(tests) & set(names))
 
 
 def _after_target(argv: list[str], i: int) -> bool:
