@@ -25,6 +25,8 @@ TEST_NAME = re.compile(r"(^|[_.-])((unit|self|run)[_-]?)?(tests?|testing|testsui
 # a word of a program's, target's or folder's name that says it is a test or an example, not the product
 TEST_OR_EXAMPLE = re.compile(r"(^|[/_.-])(unit[_-]?)?(tests?|testing|testsuite|checks?|examples?|demos?|samples?|"
                              r"bench(marks?)?|fuzz(ers?|ing)?|libtests)([/_.-]|$)", re.I)
+# a folder of a target's sources that says they are tests (libpng's contrib/libtests/), not examples or benchmarks
+_TEST_FOLDER = re.compile(r"(^|[/_.-])(unit[_-]?)?(tests?|testing|testsuite|checks?|libtests)/", re.I)
 _RUN_ONLY = re.compile(r"POST_BUILD|(^|[_-])RUN([_-]|$|_?TESTS?)", re.I)
 _NEGATED = re.compile(r"(^|[_-])(SKIP|NO|DISABLE|WITHOUT|EXCLUDE)[_-]", re.I)
 _OFF = {"off", "false", "no", "n", "0", "disabled", "ignore", "notfound", "none", ""}
@@ -166,11 +168,12 @@ def _named_cmake_targets(steps: Iterable[BuildStep], root: Path | None = None) -
 
 
 def _names_tests(root: Path | None, folder: str, names: list[str]) -> bool:
-    """Whether NAMES hold a test or example target of the CMake build folder FOLDER (workspace-relative)."""
+    """Whether NAMES hold a test target of the CMake build folder FOLDER (workspace-relative): one whose sources
+    are in a test folder (build.ninja's objects); an example, demo or benchmark is not a test."""
     if root is None or Path(folder).is_absolute() or ".." in Path(folder).parts:
         return False
-    _, tests = split_targets(ninja_targets.cmake_targets(root, folder))
-    return bool(set(tests) & set(names))
+    return any(t["name"] in names and any(_TEST_FOLDER.search(p) for p in t.get("paths") or [])
+               for t in ninja_targets.cmake_targets(root, folder))
 
 
 def _after_target(argv: list[str], i: int) -> bool:
