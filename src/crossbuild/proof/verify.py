@@ -2,6 +2,9 @@
 request a build for the build machine that tells a project's own test failures apart (native_check).
 
 `verify(...)` returns a VerifyReport (JSON-serialisable); the model's own claims never count.
+
+Longer than 350 lines: the scan before the tests and the check after them (what the tests wrote) share the scan's
+filters and the identities it records; apart, each half would pass all of them back and forth.
 """
 
 from __future__ import annotations
