@@ -478,6 +478,16 @@ def is_dir(anchor: str | Path, rel: str | Path) -> bool:
         return False
 
 
+def lstat(anchor: str | Path, rel: str | Path) -> os.stat_result:
+    """ANCHOR/REL's own status (a link as itself), no link followed on the way: FileNotFoundError when it is plainly
+    absent, UnsafePath (an OSError) when a link or a non-folder stands on the way."""
+    parts = _parts(rel)
+    if not parts:
+        raise UnsafePath(errno.EINVAL, "the anchor itself, not a path below it", str(rel))
+    with open_dir(anchor, _parent(parts)) as dfd:
+        return os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
+
+
 def lexists(anchor: str | Path, rel: str | Path) -> bool:
     """Whether ANCHOR/REL exists (a link counts as itself), no link followed on the way."""
     parts = _parts(rel)

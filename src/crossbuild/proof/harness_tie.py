@@ -54,10 +54,8 @@ def programs_not_built(runs: list[SmokeRun], commands: dict[str, list[str]], emu
 
 def _absent(anchor: Path, rel: str) -> bool:
     """Whether ANCHOR/REL plainly does not exist: its folder is there (no link on the way) and holds no such name."""
-    folder, _, name = rel.rpartition("/")
     try:
-        with safefs.open_dir(anchor, folder or ".") as dfd:
-            os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        safefs.lstat(anchor, rel)
     except FileNotFoundError:
         return True
     except OSError:  # a link on the way (UnsafePath), a folder that is not one: not "never built"

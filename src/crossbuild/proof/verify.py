@@ -291,10 +291,8 @@ def _excused(a: Artifact, anchor: Path, shown: Callable[[str], str], problems: l
 def _identity(anchor: Path, rel: str) -> tuple[int, ...] | None:
     """ANCHOR/REL's file type, inode, size and time, read without following a link on the way; None when absent
     or behind a link."""
-    folder, _, name = rel.rpartition("/")
     try:
-        with safefs.open_dir(anchor, folder or ".") as dfd:
-            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        st = safefs.lstat(anchor, rel)
     except OSError:
         return None
     return stat.S_IFMT(st.st_mode), st.st_ino, st.st_size, st.st_mtime_ns
