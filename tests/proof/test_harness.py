@@ -280,6 +280,32 @@ def test_a_harness_test_counts_for_tested_only_when_it_starts_a_target_program(t
     assert "starts a target program" in not_tested(True, runs[:1], None)
 
 
+def test_a_script_test_is_not_built_only_when_the_build_links_the_program_it_names_and_never_made_it(tmp_path):
+    from crossbuild.proof.smoke import NOT_BUILT, SmokeRun
+
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "build.ninja").write_text(  # as CMake's Ninja generator writes it
+        "# Link build statements for EXECUTABLE target getset\n\n"
+        "build getset: C_EXECUTABLE_LINKER__getset CMakeFiles/getset.dir/t/getset.c.o\n"
+        "# Link build statements for EXECUTABLE target made\n\n"
+        "build made: C_EXECUTABLE_LINKER__made CMakeFiles/made.dir/t/made.c.o\n")
+    (build / "made").write_bytes(b"\x7fELF")
+    unbuilt = harness_tie.unbuilt_programs(build)
+    assert unbuilt == {str(build / "getset")}
+    script = ["/usr/bin/cmake", "-P", "run.cmake"]
+    commands = {"getset": [*script, f"-DTEST_COMMAND={build}/getset"],
+                "output": [*script, f"-DOUT={build}/out.png"],  # absent, but no program the build links
+                "made": [*script, f"-DTEST_COMMAND={build}/made"]}
+    runs = [SmokeRun(path=name, command=[], passed=False, harness="ctest") for name in commands]
+    harness_tie.programs_not_built(runs, commands, set(), tmp_path, set(), unbuilt)
+    assert [r.skipped for r in runs] == [NOT_BUILT, None, None]
+    # a program the verifier found before the tests ran and a test deleted is a failure, not "not built"
+    again = [SmokeRun(path="getset", command=[], passed=False, harness="ctest")]
+    harness_tie.programs_not_built(again, commands, set(), tmp_path, {str(build / "getset")}, unbuilt)
+    assert again[0].skipped is None
+
+
 @pytest.mark.slow
 def test_a_harness_that_runs_only_build_machine_programs_does_not_make_it_tested(tmp_path):
     """A hostile (or merely odd) project whose CTest tests run the build machine's shell only, beside a real

@@ -80,7 +80,7 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie.tie(runs, harness, commands, executables | emulator)
-    tie.programs_not_built(runs, commands, emulator, toolchain.workspace, executables)
+    tie.programs_not_built(runs, commands, emulator, toolchain.workspace, executables, tie.unbuilt_programs(root))
     if box.exec_handler is not None and not any(r.passed and r.on_target for r in runs):  # qemu's record needs binfmt
         tie.tie_by_running_again(runs, harness, toolchain, box, env, max(timeout, SUITE_S) * scale, log_dir)
     # tests all skipped or not built (BUILD_TESTING off leaves CTest's file): the executables say what they can

@@ -1,7 +1,8 @@
 """Whether a harness's tests ran on the target (harness.py): a test counts towards `tested` only when it is tied
 to a target program, by its command as the project's test list defines it, or, when no passing test's command names
 one, by qemu's own per-process record while a few passing tests run again alone (make_goal's evidence folder). A
-CTest test whose emulator starts a program the build never made is listed as not built."""
+CTest test that starts a program the build never made (by its emulator, or a script named with it) is listed as not
+built."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import re
 from pathlib import Path
 
+from crossbuild.env import ninja_targets
 from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
@@ -35,21 +37,33 @@ def tie(runs: list[SmokeRun], harness: Harness, commands: dict[str, list[str]], 
 
 
 def programs_not_built(runs: list[SmokeRun], commands: dict[str, list[str]], emulator: set[str],
-                       workspace: Path, scanned: set[str]) -> None:
-    """A test whose command starts the emulator on a program the build did not make (a test left out because it
-    did not compile): CTest cannot tell, since the emulator is there, so it is listed as not built, not failed.
-    Never a program the verifier found before the tests ran (SCANNED: a test that deleted its own program failed),
-    and only one that is plainly absent below WORKSPACE (the command is the build's writing): a link on the way, or
-    anything else odd, leaves the failure as it is."""
+                       workspace: Path, scanned: set[str], unbuilt: set[str]) -> None:
+    """A failed test whose command starts the emulator on a program the build did not make (a test left out because
+    it did not compile), or names anywhere in its arguments (a script's `-DTEST_COMMAND=/ws/build/x`) a program the
+    build's own record says it links and did not make (UNBUILT, from unbuilt_programs): CTest cannot tell, since
+    the emulator or the script is there, so it is listed as not built, not failed. Never a program the verifier found
+    before the tests ran (SCANNED: a test that deleted its own program failed), and only one that is plainly absent
+    below WORKSPACE (the command is the build's writing): a link on the way, or anything else odd, leaves the failure
+    as it is."""
     for r in runs:
         command = commands.get(r.path) or []
-        if r.passed or r.skipped or len(command) < 2 or command[0] not in emulator:
+        if r.passed or r.skipped or not command:
             continue
-        program = os.path.normpath(command[1])
-        if program in scanned or not program.startswith(str(workspace) + "/"):
-            continue
-        if _absent(workspace, os.path.relpath(program, workspace)):
-            r.skipped, r.triage, r.why = NOT_BUILT, None, None
+        named = [command[1]] if len(command) > 1 and command[0] in emulator else []
+        named += [path for arg in command[1:] for path in _ABSOLUTE.findall(arg) if os.path.normpath(path) in unbuilt]
+        for program in map(os.path.normpath, named):
+            if program in scanned or not program.startswith(str(workspace) + "/"):
+                continue
+            if _absent(workspace, os.path.relpath(program, workspace)):
+                r.skipped, r.triage, r.why = NOT_BUILT, None, None
+                break
+
+
+def unbuilt_programs(root: Path) -> set[str]:
+    """The programs a CMake build folder ROOT generated for Ninja links (its build.ninja) and that are not there,
+    as absolute paths; empty for other build folders."""
+    return {os.path.normpath(root / t["output"]) for t in ninja_targets.cmake_targets(root.parent, root.name)
+            if t["type"] == "EXECUTABLE" and t.get("output") and not t.get("built")}
 
 
 def _absent(anchor: Path, rel: str) -> bool:
