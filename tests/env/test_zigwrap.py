@@ -134,6 +134,39 @@ def test_libtool_cxx_nostdlib_shared_link():
     assert "a.o" in c and "-lm" in c
 
 
+RUNTIME = "/cache/musl-sysroot/aarch64/lib/libc++_shared.so"
+
+
+def test_a_cxx_shared_library_links_the_shared_runtime_through_the_c_driver():
+    c = cmd(["-shared", "-fPIC", "a.o", "b.o", "-lstdc++", "-o", "libx.so"], driver="c++", cxx_runtime=RUNTIME)
+    assert c[:2] == ["/z/zig", "cc"] and "-lstdc++" not in c and c.index(RUNTIME) > c.index("b.o")
+    # without the runtime, or for a static program, or a relocatable link: zig's own static runtime
+    assert cmd(["-shared", "a.o", "-o", "libx.so"], driver="c++")[1] == "c++"
+    assert cmd(["-static", "a.o", "-o", "x"], driver="c++", cxx_runtime=RUNTIME)[1] == "c++"
+    assert cmd(["-r", "a.o", "-o", "all.o"], driver="c++", cxx_runtime=RUNTIME)[1] == "c++"
+    # a C library's link has no C++ runtime to share
+    assert RUNTIME not in cmd(["-shared", "a.o", "-o", "libc.so"], cxx_runtime=RUNTIME)
+
+
+def test_a_cxx_program_shares_the_runtime_only_with_a_library_that_uses_it(tmp_path):
+    users = {str(tmp_path / "libuser.so"), str(tmp_path / "lib" / "libdep.so")}
+    kw = dict(driver="c++", cxx_runtime=RUNTIME, exists=lambda p: p in users, needs_runtime=lambda p: p in users)
+    assert cmd(["main.o", str(tmp_path / "libuser.so"), "-o", "t"], **kw)[1] == "cc"
+    assert cmd(["main.o", "-L", str(tmp_path / "lib"), "-ldep", "-o", "t"], **kw)[1] == "cc"
+    assert cmd(["main.o", f"-L{tmp_path / 'lib'}", "-ldep", "-o", "t"], **kw)[1] == "cc"
+    assert cmd(["main.o", "-lother", "-o", "t"], **kw)[1] == "c++"  # static libraries only: self-contained
+
+
+def test_sources_compiled_and_linked_in_one_command_are_compiled_first_with_the_cxx_driver():
+    plan = rewrite_cc(["-O2", "-shared", "x.cpp", "y.cc", "-lfoo", "-o", "libxy.so"],
+                      **{**KW, "driver": "c++", "cxx_runtime": RUNTIME})
+    first, second, link = plan.commands
+    assert first[1] == "c++" and first[-4:] == ["-c", "x.cpp", "-o", "\0cxx-0-x.cpp.o"] and "-fPIC" in first
+    assert "-o" not in first[:-2] and "libxy.so" not in first and second[-3] == "y.cc"
+    assert link[1] == "cc" and "\0cxx-0-x.cpp.o" in link and "\0cxx-1-y.cc.o" in link and "x.cpp" not in link
+    assert link[link.index("-o") + 1] == "libxy.so" and RUNTIME in link and "-lfoo" in link
+
+
 def test_windres_arguments():
     plan = rewrite_windres(["-i", "app.rc", "-o", "app.o", "-I", "inc", "-DX=1", "-O", "coff"], zig="/z/zig")
     assert plan.commands == [["/z/zig", "rc", "/i", "inc", "/d", "X=1", "/fo", "app.o", "--", "app.rc"]]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from crossbuild.env import build_tools, musl_sysroot, zigcache
+from crossbuild.env import build_tools, cxx_runtime, musl_sysroot, zigcache
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 
@@ -220,6 +220,9 @@ class Toolchain:
         if self.isolated:
             languages = warm or zigcache.languages_of(self.workspace / "src")
             zigcache.warm(self.target, languages=languages, shared=self.zig_cache, zig=self.zig)
+            if "c++" in languages and cxx_runtime.supported(self.target) and zigcache.has_cxx_sources(
+                    self.workspace / "src"):  # its C++ shared libraries and their programs share one runtime
+                cxx_runtime.build(self.target, self.zig)
             if layer:
                 self.make_layer()
         return self
@@ -410,6 +413,8 @@ class Toolchain:
             "CROSSBUILD_PREFIX": str(self.prefix),
             "CROSSBUILD_WRAP_LOG": str(self.scratch / "wrappers.log"),
         }
+        if runtime := cxx_runtime.available(t, self.zig):
+            v["CROSSBUILD_SHARED_CXX_RUNTIME"] = str(runtime)
         if libraries := build_tools.library_dirs():
             v["LD_LIBRARY_PATH"] = ":".join(libraries)
         if host.find_tool("ninja"):

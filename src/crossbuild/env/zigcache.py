@@ -178,12 +178,17 @@ def languages_of(src: Path, *, limit: int = 20_000) -> tuple[str, ...]:
         text = safefs.read_text_or_none(src, name, max_bytes=4 << 20)
         if text is not None and wants_cxx(text):
             return ("c", "c++")
+    return ("c", "c++") if has_cxx_sources(src, limit=limit) else ("c",)
+
+
+def has_cxx_sources(src: Path, *, limit: int = 20_000) -> bool:
+    """Whether SRC holds C++ sources (within its first LIMIT files)."""
     for seen, entry in enumerate(safefs.walk_files(src, prune=lambda rel: os.path.basename(rel).startswith("."))):
         if entry.name.endswith(_CXX_SUFFIXES):
-            return ("c", "c++")
+            return True
         if seen >= limit:
             break
-    return ("c",)
+    return False
 
 
 def _cmake_wants_cxx(text: str) -> bool:

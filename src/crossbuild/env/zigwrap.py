@@ -103,12 +103,15 @@ def _translate_march(value: str, arch: str) -> str | None:
 
 def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch: str, binary_format: str,
                bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False,
-               pie: bool = False, prefix: str | None = None) -> Plan:
+               pie: bool = False, prefix: str | None = None, cxx_runtime: str | None = None,
+               needs_runtime=None) -> Plan:
     """Plan the zig call(s) for `zcc`/`zxx ARGS` (driver is "cc" or "c++"). no_werror ($CROSSBUILD_NO_WERROR=1):
     the project's -Werror flags are dropped, whatever build file added them. ELF code is compiled
     position-independent unless the project says otherwise; pie ($CROSSBUILD_PIE=1): whatever it says, and
     executables are linked as PIE, as Debian's compilers do by default. PREFIX ($CROSSBUILD_PREFIX): the
-    dependencies cross-built for the target are searched last, as a cross compiler searches its sysroot's /usr."""
+    dependencies cross-built for the target are searched last, as a cross compiler searches its sysroot's /usr.
+    CXX_RUNTIME ($CROSSBUILD_SHARED_CXX_RUNTIME, cxx_runtime.py): a C++ shared library, and a C++ program linking
+    one that needs it (NEEDS_RUNTIME), link that shared runtime instead of zig's static one."""
     plan = Plan()
 
     # Queries some configure scripts and libtool make; answer them like a non-multilib gcc would.
@@ -245,8 +248,58 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
             obj = os.path.splitext(os.path.basename(src))[0] + ".o"
             plan.commands.append(base + others + [src, "-o", obj])
         return plan
+    if cxx_runtime and binary_format == "elf" and link and not any(a in ("-r", "-static") for a in args) and (
+            driver == "c++" or any(a in _CXX_STDLIB for a in args)) and (
+            shared or _links_a_runtime_user(out, prefix, exists, needs_runtime or _needs_runtime)):
+        return _with_shared_runtime(plan, base, out, tail, sources, cxx_runtime, shared, args)
     plan.commands.append(base + out + tail)
     return plan
+
+
+_CXX_STDLIB = {"-lstdc++", "-lc++", "-lc++abi", "-lsupc++"}
+
+
+def _with_shared_runtime(plan: Plan, base: list[str], out: list[str], tail: list[str], sources: list[str],
+                         runtime: str, shared: bool, args: list[str]) -> Plan:
+    """Link with the shared C++ runtime through zig's C driver (zig's C++ driver always links its static one, and
+    -lc++ names it): sources in the same command are compiled first, each to an object of its own."""
+    link = [a for a in out if a not in _CXX_STDLIB]
+    if sources:
+        compile_args = [a for i, a in enumerate(link) if a not in sources and a != "-o" and (
+            i == 0 or link[i - 1] != "-o")]
+        extra = ["-Wno-unused-command-line-argument"]
+        if shared and not any(a in _POSITION_INDEPENDENT for a in args):
+            extra.append("-fPIC")
+        objects = {}
+        for n, src in enumerate(dict.fromkeys(sources)):
+            objects[src] = f"\0cxx-{n}-{os.path.basename(src)}.o"
+            plan.commands.append(base + compile_args + tail + extra + ["-c", src, "-o", objects[src]])
+        link = [objects.get(a, a) for i, a in enumerate(link) if a != "-x" and (i == 0 or link[i - 1] != "-x")]
+    plan.commands.append([base[0], "cc", *base[2:], *link, runtime, *tail])
+    plan.notes.append(f"linked with the shared C++ runtime {runtime}")
+    return plan
+
+
+def _links_a_runtime_user(out: list[str], prefix: str | None, exists, needs_runtime) -> bool:
+    """Whether a shared library this link takes (a path, or -lNAME in its -L folders and the prefix) was linked
+    with the shared C++ runtime: a program using it must share that runtime."""
+    folders = [out[i + 1] for i, a in enumerate(out[:-1]) if a == "-L"] + [a[2:] for a in out if a.startswith("-L")
+                                                                            and len(a) > 2]
+    if prefix:
+        folders.append(os.path.join(prefix, "lib"))
+    candidates = [a for a in out if not a.startswith("-") and (a.endswith(".so") or _SHARED_VERSIONED.search(a))]
+    candidates += [os.path.join(d, f"lib{a[2:]}.so") for a in out if a.startswith("-l") and len(a) > 2
+                   for d in folders]
+    return any(exists(c) and needs_runtime(c) for c in candidates)
+
+
+def _needs_runtime(path: str) -> bool:
+    """Whether the ELF file at PATH names the shared C++ runtime (its dynamic string table holds the name)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF" and b"libc++_shared.so\0" in f.read(256 << 20)
+    except OSError:
+        return False
 
 
 _CRT_OBJECT = re.compile(r"(^|/)(crt[1in]|Scrt1|crtbegin\w*|crtend\w*)\.o$")
@@ -355,7 +408,8 @@ def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str
                           binary_format=binary_format, bindir=bindir,
                           no_werror=os.environ.get("CROSSBUILD_NO_WERROR") == "1",
                           pie=os.environ.get("CROSSBUILD_PIE") == "1",
-                          prefix=os.environ.get("CROSSBUILD_PREFIX") or None)
+                          prefix=os.environ.get("CROSSBUILD_PREFIX") or None,
+                          cxx_runtime=os.environ.get("CROSSBUILD_SHARED_CXX_RUNTIME") or None)
     if tool in ("ar", "ranlib", "objcopy", "dlltool"):
         return Plan(commands=[[zig, tool, *args]])
     if tool == "ld":
@@ -479,9 +533,10 @@ def main(argv: list[str]) -> int:
         return 2
     if not plan.commands:
         return 0
-    if len(plan.commands) == 1 and not plan.symlinks:
+    placeholders = any(a.startswith("\0") for cmd in plan.commands for a in cmd)
+    if len(plan.commands) == 1 and not placeholders:
         os.execv(plan.commands[0][0], plan.commands[0])  # the common case: no wrapper process left behind
-    tmp = tempfile.mkdtemp(prefix="zigwrap-") if plan.symlinks else None
+    tmp = tempfile.mkdtemp(prefix="zigwrap-") if placeholders else None
     try:
         for name, target in plan.symlinks.items():
             os.symlink(target, os.path.join(tmp, name))
@@ -493,9 +548,7 @@ def main(argv: list[str]) -> int:
         return 0
     finally:
         if tmp:
-            for name in plan.symlinks:
-                os.unlink(os.path.join(tmp, name))
-            os.rmdir(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)  # links to the project's objects and our own objects
 
 
 if __name__ == "__main__":

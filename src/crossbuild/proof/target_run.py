@@ -13,7 +13,7 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.enums import ENUM_E_MACHINE
 
-from crossbuild.env import musl_loader, musl_sysroot, workspace
+from crossbuild.env import cxx_runtime, musl_loader, musl_sysroot, workspace
 from crossbuild.env.sandbox import Sandbox
 from crossbuild.env.toolchain import qemu_sysroot
 from crossbuild.foundation import host, safefs
@@ -114,9 +114,12 @@ def _musl_version(target: Target) -> str:
 def _unresolved_by_loader(root: Path, exe_rel: str, lib_rels: list[str], target: Target,
                           dependency_lib_dirs: list[str] = ()) -> list[str]:
     """Symbols the program and the tree's shared libraries require that neither they, the dependencies' shared
-    libraries nor the loader provide."""
-    with open(musl_sysroot.loader_path(target.arch), "rb") as f:
-        provided, required = dynamic_symbols(f)[0], set()
+    libraries, the loader nor the shared C++ runtime beside it provide."""
+    provided, required = set(), set()
+    for system in (musl_sysroot.loader_path(target.arch), cxx_runtime.path(target)):
+        if system.is_file():
+            with open(system, "rb") as f:
+                provided |= dynamic_symbols(f)[0]
     files = [(root, rel) for rel in [exe_rel, *lib_rels]]
     for folder in dependency_lib_dirs:
         with os.scandir(folder) as entries:  # regular files only: libz.so.1 is a link to libz.so.1.2.13
