@@ -95,6 +95,48 @@ def test_a_script_test_that_fails_on_the_target_is_a_failure_with_its_message(tm
     assert report["proof"] != "tested"
 
 
+# jsoncpp's two reader tests: each writes its results into the same file of one folder and reads them back
+SHARES_A_FILE = """#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    FILE *f = fopen("shared.actual", "w");
+    fputs(argv[1], f);
+    fclose(f);
+    sleep(2);
+    char back[64] = {0};
+    f = fopen("shared.actual", "r");
+    fgets(back, sizeof back, f);
+    fclose(f);
+    if (strcmp(back, argv[1]) != 0) { printf("expected %s, read %s\\n", argv[1], back); return 1; }
+    return 0;
+}
+"""
+RACE_CMAKE = """cmake_minimum_required(VERSION 3.16)
+project(race C)
+enable_testing()
+add_executable(writes_back writes_back.c)
+add_test(NAME first COMMAND writes_back first WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+add_test(NAME second COMMAND writes_back second WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+install(TARGETS writes_back)
+"""
+
+
+@pytest.mark.slow
+def test_tests_that_race_on_a_shared_file_when_run_side_by_side_pass_when_run_again_alone(tmp_path):
+    src = tmp_path / "race"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(RACE_CMAKE)
+    (src / "writes_back.c").write_text(SHARES_A_FILE)
+    report = _quick(src, tmp_path / "ws", "--system", "cmake")
+    runs = {r["path"]: r for r in report["smoke_runs"]}
+    assert report["proof"] == "tested", (report["proof_why"], runs)
+    assert all(r["passed"] for r in runs.values()), runs
+    # side by side, one of them read the other's words back, and the verdict says it passed only alone
+    alone = [r for r in runs.values() if (r["why"] or "").startswith("passed when run again alone")]
+    assert len(alone) == 1, runs
+
+
 # libzip's preload test: the script preloads a target library into the target program it starts, and any word on
 # stderr fails it (the host loader's complaint about a foreign LD_PRELOAD, under a dynamic qemu, would)
 PRELOAD_CMAKE = CMAKE.replace("add_library(hsum hsum.c)", "add_library(hsum SHARED hsum.c)  # a dynamic hsumtool")

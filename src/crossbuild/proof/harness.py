@@ -46,6 +46,7 @@ JOBS = min(os.cpu_count() or 1, 4)  # tests side by side, as the build's own job
 # base limit is at least this, times the emulator's slowdown. Not more: a test that hangs (libxml2's testapi under
 # qemu) costs the whole limit, and twice after a verdict's fix, within an evaluation cell's hour.
 SUITE_S = 150.0
+ALONE_AGAIN = 8  # failed tests of a harness that ran them side by side, run again one at a time
 
 
 def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: Toolchain, box: Sandbox,
@@ -78,6 +79,7 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
                               dependency_lib_dirs)
     commands = _listing(harness, box, env, log_dir)
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
+    _failed_alone_again(runs, harness, box, env, max(timeout, SUITE_S) * scale, log_dir)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie.tie(runs, harness, commands, executables | emulator)
     tie.programs_not_built(runs, commands, emulator, toolchain.workspace, executables, tie.unbuilt_programs(root))
@@ -107,6 +109,26 @@ def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Tool
         return smoke_runs(harness.cwd, target, built, box, timeout, log_dir, dependency_lib_dirs,
                           within=ws) if built else []
     return runs if started and any(not r.skipped for r in runs) else []
+
+
+def _failed_alone_again(runs: list[SmokeRun], harness: Harness, box: Sandbox, env: dict[str, str], limit: float,
+                        log_dir: Path) -> None:
+    """Tests run side by side (JOBS, crossbuild's choice, not the project's) can race on files the project never
+    meant to share: jsoncpp's two reader tests write the same `.actual` files in one folder. Each failed test (the
+    first ALONE_AGAIN; not one stopped at its limit) runs again alone, bounded by four times its first duration; one
+    that passes then counts as passed, and says so."""
+    if JOBS < 2:
+        return
+    again = [r for r in runs if r.failed and not r.stopped and r.harness][:ALONE_AGAIN]
+    for n, r in enumerate(again):
+        if (argv := tie.one_test(harness, r.path)) is None:
+            continue
+        res = box.run(argv, cwd=harness.cwd, env=env, log_path=log_dir / f"harness-alone-{n}.log",
+                      limits=Limits(timeout_s=min(limit, 4 * (r.duration_s or 0.0)) + 60, max_output_bytes=16 << 20))
+        if res.ok:
+            first = r.why or f"exit {r.exit_code}"
+            r.passed, r.triage, r.exit_code = True, None, 0
+            r.why = f"passed when run again alone (it failed beside other tests: {first})"
 
 
 def find(root: Path) -> Harness | None:

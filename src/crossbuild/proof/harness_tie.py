@@ -100,7 +100,7 @@ def runnable_alone(runs: list[SmokeRun], harness: Harness) -> list[tuple[SmokeRu
     """The passing tests not yet tied to the target that HARNESS can run alone, the quickest first, each with its
     command (a Meson suite's test or a glob is left out, not the end of the list)."""
     passing = sorted((r for r in runs if r.passed and not r.on_target), key=lambda r: r.duration_s or 0.0)
-    return [(r, argv) for r in passing if (argv := _one_test(harness, r.path)) is not None]
+    return [(r, argv) for r in passing if (argv := one_test(harness, r.path)) is not None]
 
 
 def fresh_evidence(toolchain: Toolchain) -> tuple[str, dict[str, str]]:
@@ -111,7 +111,7 @@ def fresh_evidence(toolchain: Toolchain) -> tuple[str, dict[str, str]]:
     return folder, make_goal.evidence_env(ws / folder)
 
 
-def _one_test(harness: Harness, name: str) -> list[str] | None:
+def one_test(harness: Harness, name: str) -> list[str] | None:
     """The command that runs only the test NAME of HARNESS (its setup fixtures too, for CTest), or None."""
     if harness.name == "ctest":
         return [harness.argv[0], "--no-tests=error", "-R", "^" + _CMAKE_REGEX_SPECIAL.sub(r"\\\g<0>", name) + "$"]
