@@ -73,6 +73,13 @@ def test_dropped_flags():
     assert "-Wl,-soname,libx.so.1" in c
 
 
+def test_a_pushed_as_needed_group_becomes_as_needed_then_zigs_default_again():
+    c = cmd(["x.o", "-Wl,--push-state,--as-needed", "-latomic", "-Wl,--pop-state", "-lm", "-o", "x"])
+    assert "push-state" not in " ".join(c) and "pop-state" not in " ".join(c)
+    i = c.index("-Wl,--as-needed")
+    assert c[i + 1:i + 3] == ["-latomic", "-Wl,--no-as-needed"] and "-lm" in c[i + 3:]
+
+
 @pytest.mark.parametrize("march, mcpu", [
     ("-march=armv8-a+crypto", "-mcpu=generic+crypto"),
     ("-march=armv8-a+crc+simd", "-mcpu=generic+crc+neon"),
@@ -271,6 +278,14 @@ def test_real_cmake_build_types_a_model_picks_keep_assert_unless_asked(aarch64, 
 
 
 @pytest.mark.slow
+def test_real_push_state_group_links(aarch64, tmp_path):
+    (tmp_path / "m.c").write_text("#include <math.h>\nint main(int c, char **v) { return (int)sqrt((double)c) - 1; }\n")
+    r = run_in(aarch64, [str(aarch64.tool("zcc")), "m.c", "-Wl,--push-state,--as-needed", "-lm", "-Wl,--pop-state",
+                         "-o", "m"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert elf_of(tmp_path / "m").header.e_machine == "EM_AARCH64"
+
+
 def test_real_version_script_with_absent_symbol(aarch64, tmp_path):
     src(tmp_path, "z.c", "int present(void){return 1;}\n")
     src(tmp_path, "z.map", "ZLIB_1.0 { global: present; absent_symbol; local: *; };\n")

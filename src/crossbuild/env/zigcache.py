@@ -182,7 +182,9 @@ def languages_of(src: Path, *, limit: int = 20_000) -> tuple[str, ...]:
 
 
 def has_cxx_sources(src: Path, *, limit: int = 20_000) -> bool:
-    """Whether SRC holds C++ sources (within its first LIMIT files)."""
+    """Whether SRC holds C++ sources (within its first LIMIT files); False when there is no SRC folder."""
+    if not src.is_dir():
+        return False
     for seen, entry in enumerate(safefs.walk_files(src, prune=lambda rel: os.path.basename(rel).startswith("."))):
         if entry.name.endswith(_CXX_SUFFIXES):
             return True

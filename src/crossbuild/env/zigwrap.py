@@ -324,6 +324,13 @@ def _filter_linker_flags(items: list[str], plan: Plan) -> list[str]:
         if item.startswith(("-rpath-link=", "--rpath-link=")) or item in ("--kill-at", "-stats", "--stats"):
             plan.notes.append(f"dropped -Wl,{item}")
             continue
+        if item in ("--push-state", "--pop-state"):
+            # zig's linker options have no state stack (abseil: `-Wl,--push-state,--as-needed -latomic
+            # -Wl,--pop-state`). What is pushed around a few libraries is --as-needed; popping restores zig's default.
+            plan.notes.append(f"-Wl,{item} -> {'--no-as-needed' if item == '--pop-state' else 'dropped'}")
+            if item == "--pop-state":
+                kept.append("--no-as-needed")
+            continue
         kept.append(item)
     return kept
 
