@@ -70,6 +70,15 @@ def test_only_switches_that_turn_a_feature_off_are_offered_and_never_the_proof()
     assert debian_args.switches_off(["-DDOCS=false"], None) == {"cmake_args": ["-DDOCS=false"]}  # Meson would stop
 
 
+def test_a_switch_whose_name_inverts_it_and_debians_no_network_tests_are_read_the_right_way_round():
+    args = ["-DDISABLE_ONLINE_TESTS=ON", "-DLIBX_DISABLE_DOCS=ON", "-DNO_ZLIB=1", "-DDISABLE_FOO=OFF",
+            "-DBUILD_TESTS=ON", "-DENABLE_NETWORK_TESTS=OFF", "-DDISABLE_TESTS=ON"]
+    assert debian_args.switches_off(args, "cmake") == {"cmake_args": [
+        "-DDISABLE_ONLINE_TESTS=ON", "-DLIBX_DISABLE_DOCS=ON", "-DNO_ZLIB=1", "-DENABLE_NETWORK_TESTS=OFF"]}
+    assert debian_args.switches_off(["--disable-network-tests", "--disable-tests"], None) == {
+        "configure_args": ["--disable-network-tests"]}
+
+
 def test_what_debian_exports_only_when_cross_building_is_taken_and_nothing_else():
     # sqlite3's rules: its Makefile builds lemon for the build machine only when CROSS_BUILDING=yes
     rules = debian_rules.parse("""\

@@ -1,13 +1,17 @@
 """Which arguments of Debian's configure step (debian_rules.DebianRules.configure_args) a cross build takes over:
 switches that can only turn a feature off, and the upstream version Debian passes where a release tarball has no
 git to read it from. Never one that turns something on (it could need a dependency), and never the tests, programs
-or examples the verifier runs as proof."""
+or examples the verifier runs as proof, except tests that need the network: Debian's builders have none, nor has
+crossbuild's sandbox, so a switch that leaves only those out (libgit2's DISABLE_ONLINE_TESTS=ON) is taken."""
 
 from __future__ import annotations
 
 import re
 
 _OFF_VALUE = re.compile(r"^-D[\w.-]+(?::\w+)?=(?:OFF|off|Off|FALSE|false|NO|no|0|disabled)$")
+_ON_VALUE = re.compile(r"^-D[\w.-]+(?::\w+)?=(?:ON|on|On|TRUE|true|YES|yes|1)$")
+_INVERTING = {"DISABLE", "NO", "WITHOUT", "SKIP"}  # -DDISABLE_X=ON turns X off, -DDISABLE_X=OFF turns it on
+_NETWORK = {"ONLINE", "NETWORK", "NET", "INTERNET", "REMOTE"}
 _PROOF_OPTION = re.compile(r"TEST|CHECK|PROGRAM|EXAMPLE|DEMO|SAMPLE|BENCH", re.IGNORECASE)
 _OPTION_VERBS = {"BUILD", "ENABLE", "DISABLE", "WITH", "WITHOUT", "USE", "INSTALL", "HAVE", "ENABLED"}
 # the words that name tests themselves; a word merely holding one (GTEST) names a test framework
@@ -23,13 +27,28 @@ def switches_off(configure_args: list[str], system: str | None) -> dict[str, lis
     configure, but Meson stops on an unknown option: -D goes to Meson only when dh builds with Meson too."""
     off: dict[str, list[str]] = {}
     for arg in configure_args:
-        if _turns_proof_off(arg):
+        if _turns_proof_off(arg) and not network_tests_only(arg):
             continue
-        if _OFF_VALUE.match(arg):
+        if (_OFF_VALUE.match(arg) and not _inverted(arg)) or (_ON_VALUE.match(arg) and _inverted(arg)):
             off.setdefault("meson_args" if system == "meson" else "cmake_args", []).append(arg)
         elif arg.startswith(("--disable-", "--without-")) and "=" not in arg:
             off.setdefault("configure_args", []).append(arg)
     return off
+
+
+def _name_words(arg: str) -> list[str]:
+    return re.split(r"[_-]", arg[2:].split("=", 1)[0].split(":", 1)[0].upper())
+
+
+def _inverted(arg: str) -> bool:
+    """Whether -DNAME's name says what its ON value leaves out (DISABLE_X, NO_X, LIBX_WITHOUT_Y)."""
+    return any(w in _INVERTING for w in _name_words(arg)[:-1])
+
+
+def network_tests_only(arg: str) -> bool:
+    """Whether ARG names only the tests that need the network (DISABLE_ONLINE_TESTS, --disable-network-tests)."""
+    words = _name_words(arg) if arg.startswith("-D") else re.split(r"[-_]", arg.upper())
+    return bool(set(words) & _NETWORK)
 
 
 def _turns_proof_off(arg: str) -> bool:
@@ -38,7 +57,7 @@ def _turns_proof_off(arg: str) -> bool:
     (BENCHMARK_USE_BUNDLED_GTEST=OFF: the system's googletest) keeps the tests."""
     if not arg.startswith("-D"):
         return _PROOF_OPTION.search(arg) is not None
-    words = re.split(r"[_-]", arg[2:].split("=", 1)[0].split(":", 1)[0].upper())
+    words = _name_words(arg)
     verb = next((i for i, w in enumerate(words) if 0 < i < len(words) - 1 and w in _OPTION_VERBS), 0)
     words = words[verb:]
     proof = [w for w in words if _PROOF_OPTION.search(w)]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from crossbuild.env import ninja_targets, recipes
+from crossbuild.env.debian_args import network_tests_only
 from crossbuild.env.recipes import BuildStep
 
 # a word of an option's name that says the option is about the tests
@@ -72,9 +73,10 @@ def tests_off_by_default(options: dict[str, str], projects: Sequence[str]) -> li
 
 def turns_tests_off(arg: str) -> bool:
     """Whether the one argument ARG (of cmake, meson setup, configure or make) turns the project's tests off:
-    -DBUILD_TESTING=OFF, -DFOO_TESTS:BOOL=OFF, -Dtests=false, --disable-tests, --without-check, TESTS= ..."""
+    -DBUILD_TESTING=OFF, -DFOO_TESTS:BOOL=OFF, -Dtests=false, --disable-tests, --without-check, TESTS= ...
+    Not one that leaves out only the tests needing the network (-DDISABLE_ONLINE_TESTS=ON): the others run."""
     hit = _test_switch(arg)
-    return hit is not None and hit[1]
+    return hit is not None and hit[1] and not network_tests_only(arg)
 
 
 def _test_switch(arg: str, *, variables: bool = True) -> tuple[str, bool] | None:
@@ -108,8 +110,8 @@ def tests_switched_off(steps: Sequence[BuildStep], *, root: Path | None = None,
             if arg == "-D" and i + 1 < len(args):
                 arg = "-D" + args[i + 1]  # `-D BUILD_TESTING=OFF`
             hit = _test_switch(arg, variables=tool == "make")
-            if hit is None or (tool == "make" and _automake_check(arg, args)):
-                continue
+            if hit is None or (tool == "make" and _automake_check(arg, args)) or network_tests_only(arg):
+                continue  # a switch leaving out only the tests that need the network leaves the others
             found[(tool, hit[0])] = (arg, label) if hit[1] else None
     reasons: dict[str, list[str]] = {}
     for arg, label in filter(None, found.values()):
