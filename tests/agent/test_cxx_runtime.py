@@ -72,6 +72,7 @@ def test_an_exception_thrown_in_a_shared_library_is_caught_by_its_caller_on_the_
     build = tmp_path / "ws" / "build"
     assert "libc++_shared.so" in _needed(build / "libthrower.so")
     assert "libc++_shared.so" in _needed(build / "catches_test")
+    assert verdict["needs_runtime"].endswith("/musl-sysroot/aarch64/lib/libc++_shared.so"), verdict["needs_runtime"]
     # a program that links no C++ shared library keeps zig's static runtime: it runs without ours
     assert "libc++_shared.so" not in _needed(build / "alone")
 

@@ -78,6 +78,14 @@ def test_a_pushed_as_needed_group_becomes_as_needed_then_zigs_default_again():
     assert "push-state" not in " ".join(c) and "pop-state" not in " ".join(c)
     i = c.index("-Wl,--as-needed")
     assert c[i + 1:i + 3] == ["-latomic", "-Wl,--no-as-needed"] and "-lm" in c[i + 3:]
+    # what the group changed is undone, and only that: Debian's global --as-needed stays in force
+    c = cmd(["x.o", "-Wl,--as-needed", "-Wl,--push-state,-Bstatic,--whole-archive", "-lfoo", "-Wl,--pop-state",
+             "-lbar", "-o", "x"])
+    j = c.index("-lfoo")
+    assert c[j + 1:j + 3] == ["-Wl,-Bdynamic,--no-whole-archive", "-lbar"]
+    assert "--no-as-needed" not in " ".join(c)
+    c = cmd(["x.o", "-Xlinker", "--push-state", "-Xlinker", "--as-needed", "-lz", "-Xlinker", "--pop-state", "-o", "x"])
+    assert "--push-state" not in c and c[c.index("-lz") + 1:c.index("-lz") + 3] == ["-Xlinker", "--no-as-needed"]
 
 
 @pytest.mark.parametrize("march, mcpu", [
@@ -172,6 +180,17 @@ def test_sources_compiled_and_linked_in_one_command_are_compiled_first_with_the_
     assert "-o" not in first[:-2] and "libxy.so" not in first and second[-3] == "y.cc"
     assert link[1] == "cc" and "\0cxx-0-x.cpp.o" in link and "\0cxx-1-y.cc.o" in link and "x.cpp" not in link
     assert link[link.index("-o") + 1] == "libxy.so" and RUNTIME in link and "-lfoo" in link
+
+
+def test_the_shared_runtime_path_keeps_programs_pie_and_drops_every_static_runtime_part():
+    kw = {**KW, "driver": "c++", "cxx_runtime": RUNTIME, "exists": lambda p: p == "/l/libuser.so.1",
+          "needs_runtime": lambda p: True}
+    plan = rewrite_cc(["-xc++", "main.cpp", "-x", "none", "-l", "c++", "-lunwind", "-L/l", "-l:libuser.so.1", "-o",
+                       "t"], **kw)
+    compile_main, link = plan.commands
+    assert "-fPIE" in compile_main and "-fPIC" not in compile_main and compile_main[-3] == "main.cpp"
+    assert link[1] == "cc" and not any(a.startswith("-x") for a in link), link
+    assert "c++" not in link and "-lunwind" not in link and "-l:libuser.so.1" in link and RUNTIME in link
 
 
 def test_windres_arguments():

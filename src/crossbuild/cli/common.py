@@ -124,6 +124,9 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
     console.print(f"counted: {counts}; configure probes excluded: {report.probes_excluded}")
     if report.linker_temporaries or report.build_tools:
         console.print(report.not_counted(), markup=False, highlight=False)
+    if report.needs_runtime:
+        console.print(f"needs crossbuild's shared C++ runtime: ship {report.needs_runtime} with it", markup=False,
+                      highlight=False)
     if report.rebuild:
         status = "[green]passed[/]" if report.rebuild["ok"] else f"[red]failed[/]: {report.rebuild['error']}"
         console.print(f"clean rebuild: {status}")

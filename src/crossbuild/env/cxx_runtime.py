@@ -90,9 +90,10 @@ def _zig_commands(target: Target, zig: Path, work: Path) -> list[list[str]]:
                          cwd=work, env=env, capture_output=True, text=True, timeout=3600)
     commands = [shlex.split(line) for line in res.stderr.splitlines() + res.stdout.splitlines()
                 if any(part in line for part in _RUNTIME_SOURCES)]
-    if not commands:
-        raise RuntimeBuildError(f"zig printed no C++ runtime compile commands (exit {res.returncode}): "
-                                + " | ".join(res.stderr.splitlines()[-3:]))
+    missing = [part.strip("/") for part in _RUNTIME_SOURCES if not any(part in " ".join(c) for c in commands)]
+    if res.returncode != 0 or missing:  # a partial runtime would be cached as whole
+        raise RuntimeBuildError(f"zig's build of its C++ runtime exited {res.returncode}, without commands for "
+                                f"{', '.join(missing) or '-'}: " + " | ".join(res.stderr.splitlines()[-3:]))
     return commands
 
 

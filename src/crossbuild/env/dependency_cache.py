@@ -123,8 +123,9 @@ def deps_root() -> Path:
 
 
 # Raised when how crossbuild compiles changes what a dependency's files hold: 2, objects compiled -fPIE (zigwrap);
-# 3, assert() compiled in: zig's own NDEBUG cancelled (zigwrap), CMake Release at -O2 without -DNDEBUG (recipes).
-_COMPILE_RECIPE = 3
+# 3, assert() compiled in: zig's own NDEBUG cancelled (zigwrap), CMake Release at -O2 without -DNDEBUG (recipes);
+# 4, C++ shared libraries linked against the shared C++ runtime (cxx_runtime, zigwrap).
+_COMPILE_RECIPE = 4
 
 
 def cache_key(target: str, source: str, version: str | None, options: dict | None = None) -> str:

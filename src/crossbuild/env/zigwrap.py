@@ -60,6 +60,8 @@ class Plan:
     symlinks: dict[str, str] = field(default_factory=dict)  # link name (in a temp dir) -> real object file
     notes: list[str] = field(default_factory=list)  # what was rewritten, for the wrapper log
     error: str | None = None  # the call cannot be translated: print this and exit 2
+    linker_state: dict[str, str] = field(default_factory=dict)  # the positional linker switches now in force
+    linker_stack: list[dict[str, str]] = field(default_factory=list)  # saved by --push-state
 
 
 def _is_object_file(path: str) -> bool:
@@ -147,6 +149,10 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
                 continue
             if arg == "-target":
                 plan.notes.append(f"dropped {arg} {args[i + 1]} (the wrapper sets the target)")
+                i += 2
+                continue
+            if arg == "-Xlinker":
+                out += [a for item in _filter_linker_flags([args[i + 1]], plan) for a in ("-Xlinker", item)]
                 i += 2
                 continue
             out += [arg, args[i + 1]]
@@ -249,57 +255,86 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
             plan.commands.append(base + others + [src, "-o", obj])
         return plan
     if cxx_runtime and binary_format == "elf" and link and not any(a in ("-r", "-static") for a in args) and (
-            driver == "c++" or any(a in _CXX_STDLIB for a in args)) and (
+            driver == "c++" or any(a.startswith("-l") and a[2:] in _CXX_LIBS for a in args)) and (
             shared or _links_a_runtime_user(out, prefix, exists, needs_runtime or _needs_runtime)):
         return _with_shared_runtime(plan, base, out, tail, sources, cxx_runtime, shared, args)
     plan.commands.append(base + out + tail)
     return plan
 
 
-_CXX_STDLIB = {"-lstdc++", "-lc++", "-lc++abi", "-lsupc++"}
+_CXX_LIBS = {"stdc++", "c++", "c++abi", "supc++"}  # -l names that make a link a C++ one
+_CXX_STDLIB = _CXX_LIBS | {"unwind"}  # -l names of a C++ runtime's parts (the shared one has them all)
+_RUNTIME_NAME = b"libc++_shared.so\0"
+
+
+def _pairs(items: list[str], takes_value: set[str]) -> list[list[str]]:
+    """ITEMS as arguments with their separate value: [["-o", "x"], ["a.o"], ...]."""
+    out: list[list[str]] = []
+    i = 0
+    while i < len(items):
+        width = 2 if items[i] in takes_value and i + 1 < len(items) else 1
+        out.append(items[i:i + width])
+        i += width
+    return out
 
 
 def _with_shared_runtime(plan: Plan, base: list[str], out: list[str], tail: list[str], sources: list[str],
                          runtime: str, shared: bool, args: list[str]) -> Plan:
     """Link with the shared C++ runtime through zig's C driver (zig's C++ driver always links its static one, and
-    -lc++ names it): sources in the same command are compiled first, each to an object of its own."""
-    link = [a for a in out if a not in _CXX_STDLIB]
+    -lc++ names it): sources in the same command are compiled first, each to an object of its own, position
+    independent as the link needs."""
+    pairs = [p for p in _pairs(out, _TAKES_VALUE)
+             if not (p[0] == "-l" and p[1:] and p[1] in _CXX_STDLIB) and not (p[0][2:] in _CXX_STDLIB
+                                                                              and p[0].startswith("-l"))]
     if sources:
-        compile_args = [a for i, a in enumerate(link) if a not in sources and a != "-o" and (
-            i == 0 or link[i - 1] != "-o")]
+        dropped = {"-o"} | ({"-MF", "-MT", "-MQ"} if len(sources) > 1 else set())  # one output per source
+        compile_args = [a for p in pairs if p[0] not in dropped and p[0] not in sources for a in p]
         extra = ["-Wno-unused-command-line-argument"]
-        if shared and not any(a in _POSITION_INDEPENDENT for a in args):
-            extra.append("-fPIC")
+        if not any(a in _POSITION_INDEPENDENT for a in args):
+            extra += ["-fPIC"] if shared else [] if any(a in _NOT_PIE for a in args) else ["-fPIE"]
         objects = {}
         for n, src in enumerate(dict.fromkeys(sources)):
             objects[src] = f"\0cxx-{n}-{os.path.basename(src)}.o"
             plan.commands.append(base + compile_args + tail + extra + ["-c", src, "-o", objects[src]])
-        link = [objects.get(a, a) for i, a in enumerate(link) if a != "-x" and (i == 0 or link[i - 1] != "-x")]
-    plan.commands.append([base[0], "cc", *base[2:], *link, runtime, *tail])
+        # a language named for the sources (-x c++, -xc++) would make the link read its objects as source
+        pairs = [[objects.get(a, a) for a in p] for p in pairs if not p[0].startswith("-x")]
+    plan.commands.append([base[0], "cc", *base[2:], *(a for p in pairs for a in p), runtime, *tail])
     plan.notes.append(f"linked with the shared C++ runtime {runtime}")
     return plan
 
 
 def _links_a_runtime_user(out: list[str], prefix: str | None, exists, needs_runtime) -> bool:
-    """Whether a shared library this link takes (a path, or -lNAME in its -L folders and the prefix) was linked
-    with the shared C++ runtime: a program using it must share that runtime."""
-    folders = [out[i + 1] for i, a in enumerate(out[:-1]) if a == "-L"] + [a[2:] for a in out if a.startswith("-L")
-                                                                            and len(a) > 2]
+    """Whether a shared library this link takes (a path, or -lNAME / -l:FILE in its -L folders and the prefix) was
+    linked with the shared C++ runtime: a program using it must share that runtime."""
+    pairs = _pairs(out, _TAKES_VALUE)
+    folders = [p[1] if len(p) > 1 else p[0][2:] for p in pairs if p[0].startswith("-L") and (len(p) > 1 or p[0][2:])]
     if prefix:
         folders.append(os.path.join(prefix, "lib"))
-    candidates = [a for a in out if not a.startswith("-") and (a.endswith(".so") or _SHARED_VERSIONED.search(a))]
-    candidates += [os.path.join(d, f"lib{a[2:]}.so") for a in out if a.startswith("-l") and len(a) > 2
-                   for d in folders]
+    candidates = [p[0] for p in pairs if not p[0].startswith("-") and (p[0].endswith(".so")
+                                                                         or _SHARED_VERSIONED.search(p[0]))]
+    for p in pairs:
+        name = (p[1] if len(p) > 1 else "") if p[0] == "-l" else p[0][2:] if p[0].startswith("-l") else ""
+        if name:
+            file = name[1:] if name.startswith(":") else f"lib{name}.so"
+            candidates += [os.path.join(d, file) for d in folders]
     return any(exists(c) and needs_runtime(c) for c in candidates)
 
 
 def _needs_runtime(path: str) -> bool:
-    """Whether the ELF file at PATH names the shared C++ runtime (its dynamic string table holds the name)."""
+    """Whether the ELF file at PATH names the shared C++ runtime (its dynamic string table holds the name), read in
+    chunks."""
     try:
         with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF" and b"libc++_shared.so\0" in f.read(256 << 20)
+            if f.read(4) != b"\x7fELF":
+                return False
+            carry = b""
+            while chunk := f.read(1 << 20):
+                if _RUNTIME_NAME in carry + chunk:
+                    return True
+                carry = chunk[-len(_RUNTIME_NAME):]
     except OSError:
         return False
+    return False
 
 
 _CRT_OBJECT = re.compile(r"(^|/)(crt[1in]|Scrt1|crtbegin\w*|crtend\w*)\.o$")
@@ -324,15 +359,27 @@ def _filter_linker_flags(items: list[str], plan: Plan) -> list[str]:
         if item.startswith(("-rpath-link=", "--rpath-link=")) or item in ("--kill-at", "-stats", "--stats"):
             plan.notes.append(f"dropped -Wl,{item}")
             continue
-        if item in ("--push-state", "--pop-state"):
-            # zig's linker options have no state stack (abseil: `-Wl,--push-state,--as-needed -latomic
-            # -Wl,--pop-state`). What is pushed around a few libraries is --as-needed; popping restores zig's default.
-            plan.notes.append(f"-Wl,{item} -> {'--no-as-needed' if item == '--pop-state' else 'dropped'}")
-            if item == "--pop-state":
-                kept.append("--no-as-needed")
+        if item == "--push-state":  # zig's linker options have no state stack (abseil's -latomic group)
+            plan.linker_stack.append(dict(plan.linker_state))
+            plan.notes.append("-Wl,--push-state: the switches after it are undone at --pop-state")
             continue
+        if item == "--pop-state":
+            saved = plan.linker_stack.pop() if plan.linker_stack else {}
+            for switch, (default, _) in _STATE_SWITCHES.items():
+                if plan.linker_state.get(switch, default) != saved.get(switch, default):
+                    kept.append(saved.get(switch, default))
+                    plan.linker_state[switch] = saved.get(switch, default)
+            continue
+        for switch, (default, other) in _STATE_SWITCHES.items():
+            if item in (default, other):
+                plan.linker_state[switch] = item
         kept.append(item)
     return kept
+
+
+# positional linker switches --push-state saves: (zig's default, the other setting)
+_STATE_SWITCHES = {"as-needed": ("--no-as-needed", "--as-needed"), "static": ("-Bdynamic", "-Bstatic"),
+                   "whole-archive": ("--no-whole-archive", "--whole-archive")}
 
 
 def rewrite_windres(args: list[str], *, zig: str) -> Plan:

@@ -20,6 +20,7 @@ qemu (QEMU_SET_ENV), never the host programs that start the sandbox.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import re
@@ -79,7 +80,8 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
                               dependency_lib_dirs)
     commands = _listing(harness, box, env, log_dir)
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
-    _failed_alone_again(runs, harness, box, env, max(timeout, SUITE_S) * scale, log_dir)
+    _failed_alone_again(runs, harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir,
+                        toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie.tie(runs, harness, commands, executables | emulator)
     tie.programs_not_built(runs, commands, emulator, toolchain.workspace, executables, tie.unbuilt_programs(root))
@@ -111,24 +113,31 @@ def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Tool
     return runs if started and any(not r.skipped for r in runs) else []
 
 
-def _failed_alone_again(runs: list[SmokeRun], harness: Harness, box: Sandbox, env: dict[str, str], limit: float,
-                        log_dir: Path) -> None:
+def _failed_alone_again(runs: list[SmokeRun], harness: Harness, root: Path, box: Sandbox, env: dict[str, str],
+                        limit: float, scale: float, log_dir: Path, within: Path) -> None:
     """Tests run side by side (JOBS, crossbuild's choice, not the project's) can race on files the project never
     meant to share: jsoncpp's two reader tests write the same `.actual` files in one folder. Each failed test (the
-    first ALONE_AGAIN; not one stopped at its limit) runs again alone, bounded by four times its first duration; one
-    that passes then counts as passed, and says so."""
-    if JOBS < 2:
+    first ALONE_AGAIN; not one stopped at its limit) runs again alone, twice, read from the harness's own record;
+    one that passes both times (not skipped) is not counted, with that evidence: it is no pass either, since a
+    flaky test passes alone too."""
+    if JOBS < 2 or sum(1 for r in runs if not r.skipped) < 2:
         return
     again = [r for r in runs if r.failed and not r.stopped and r.harness][:ALONE_AGAIN]
     for n, r in enumerate(again):
         if (argv := tie.one_test(harness, r.path)) is None:
             continue
-        res = box.run(argv, cwd=harness.cwd, env=env, log_path=log_dir / f"harness-alone-{n}.log",
-                      limits=Limits(timeout_s=min(limit, 4 * (r.duration_s or 0.0)) + 60, max_output_bytes=16 << 20))
-        if res.ok:
-            first = r.why or f"exit {r.exit_code}"
-            r.passed, r.triage, r.exit_code = True, None, 0
-            r.why = f"passed when run again alone (it failed beside other tests: {first})"
+        alone = dataclasses.replace(harness, argv=argv)
+        passes = 0
+        for attempt in range(2):
+            mine = [x for x in run(alone, root, box, env, limit, scale, log_dir, within, jobs=1,
+                                   log_name=f"harness-alone-{n}-{attempt}.log") if x.path == r.path]
+            if len(mine) != 1 or not mine[0].passed or mine[0].skipped:
+                break
+            passes += 1
+        if passes == 2:
+            r.triage = "environment"
+            r.why = (f"passed twice when run again alone; it failed beside other tests run side by side "
+                     f"({r.why or f'exit {r.exit_code}'})")
 
 
 def find(root: Path) -> Harness | None:
@@ -146,14 +155,14 @@ def find(root: Path) -> Harness | None:
 
 
 def run(harness: Harness, root: Path, box: Sandbox, env: dict[str, str], limit: float, scale: float,
-        log_dir: Path, within: Path) -> list[SmokeRun]:
+        log_dir: Path, within: Path, *, jobs: int = JOBS, log_name: str | None = None) -> list[SmokeRun]:
     """Run HARNESS in BOX, each test under LIMIT seconds where the harness has a limit of its own (the base limit
     times the emulator's slowdown SCALE), the whole under a multiple of it. Each test it reported, as a SmokeRun;
     none when it found no test."""
-    argv = [*harness.argv, *(a.format(jobs=JOBS, limit=int(limit), scale=max(1, round(scale)))
+    argv = [*harness.argv, *(a.format(jobs=jobs, limit=int(limit), scale=max(1, round(scale)))
                              for a in harness.options)]
     total = min(max(limit * 4, 600.0), 2400.0)
-    log_name = f"harness-{harness.name.replace(' ', '-')}.log"
+    log_name = log_name or f"harness-{harness.name.replace(' ', '-')}.log"
     started = time.time()
     res = box.run(argv, cwd=harness.cwd, env=env, log_path=log_dir / log_name,
                   limits=Limits(timeout_s=total, max_output_bytes=64 << 20))

@@ -39,9 +39,10 @@ def tie(runs: list[SmokeRun], harness: Harness, commands: dict[str, list[str]], 
 def programs_not_built(runs: list[SmokeRun], commands: dict[str, list[str]], emulator: set[str],
                        workspace: Path, scanned: set[str], unbuilt: set[str]) -> None:
     """A failed test whose command starts the emulator on a program the build did not make (a test left out because
-    it did not compile), or names anywhere in its arguments (a script's `-DTEST_COMMAND=/ws/build/x`) a program the
-    build's own record says it links and did not make (UNBUILT, from unbuilt_programs): CTest cannot tell, since
-    the emulator or the script is there, so it is listed as not built, not failed. Never a program the verifier found
+    it did not compile), or names in its arguments (a script's `-DTEST_COMMAND=/ws/build/x`) a program the build's
+    own record says it links and did not make (UNBUILT, from unbuilt_programs), when its output says a program could
+    not be started and no program it names is there: CTest cannot tell, since the emulator or the script is there, so
+    it is listed as not built, not failed. Never a program the verifier found
     before the tests ran (SCANNED: a test that deleted its own program failed), and only one that is plainly absent
     below WORKSPACE (the command is the build's writing): a link on the way, or anything else odd, leaves the failure
     as it is."""
@@ -50,13 +51,25 @@ def programs_not_built(runs: list[SmokeRun], commands: dict[str, list[str]], emu
         if r.passed or r.skipped or not command:
             continue
         named = [command[1]] if len(command) > 1 and command[0] in emulator else []
-        named += [path for arg in command[1:] for path in _ABSOLUTE.findall(arg) if os.path.normpath(path) in unbuilt]
+        if not named and _failed_to_start(r) and not any(  # a script's: only if no program it names is there
+                os.path.normpath(path) in scanned for arg in command for path in _ABSOLUTE.findall(arg)):
+            named = [path for arg in command[1:] for path in _ABSOLUTE.findall(arg)
+                     if os.path.normpath(path) in unbuilt]
         for program in map(os.path.normpath, named):
             if program in scanned or not program.startswith(str(workspace) + "/"):
                 continue
             if _absent(workspace, os.path.relpath(program, workspace)):
                 r.skipped, r.triage, r.why = NOT_BUILT, None, None
                 break
+
+
+_NOT_STARTED = re.compile(r"No such file or directory|not found|cannot execute|exit(?: code| status)? 127\b")
+
+
+def _failed_to_start(r: SmokeRun) -> bool:
+    """Whether a script test's output says a program could not be started (CMake's execute_process, a shell)."""
+    return r.exit_code == 127 or bool(_NOT_STARTED.search(r.output_tail or "")) or bool(
+        _NOT_STARTED.search(r.why or ""))
 
 
 def unbuilt_programs(root: Path) -> set[str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from crossbuild.env import sandbox
+from crossbuild.env import cxx_runtime, sandbox
 from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Sandbox
 from crossbuild.env.toolchain import Toolchain
@@ -66,6 +66,7 @@ class VerifyReport:
     proof: str | None = None
     proof_counts: dict[str, int] = field(default_factory=dict)
     proof_why: str | None = None
+    needs_runtime: str | None = None  # the shared C++ runtime the products link (cxx_runtime.py), to ship with them
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -129,6 +130,8 @@ class VerifyReport:
             lines.append(f"  probe {probe.kind} {probe.path}: {probe.outcome()}")
         if self.linker_temporaries or self.build_tools:
             lines.append(f"  {self.not_counted()}")
+        if self.needs_runtime:
+            lines.append(f"  needs crossbuild's shared C++ runtime: ship {self.needs_runtime} with it")
         if self.rebuild:
             lines.append(f"  clean rebuild: {'passed' if self.rebuild['ok'] else self.rebuild['error']}")
         lines += [f"  - {reason}" for reason in self.reasons[:limit]]
@@ -191,6 +194,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                 entry["problems"] = problems
                 bad.append((a, problems))
             (report.artifacts if anchor == root else report.elsewhere).append(entry)
+    if any(cxx_runtime.SONAME in a.get("needed", ()) for a in [*report.artifacts, *report.elsewhere] if a["ok"]):
+        report.needs_runtime = str(cxx_runtime.path(target))  # not a product: a user ships it beside them
     counted = [a for a in report.artifacts if a["kind"] != "unknown"]
     kinds = [a["kind"] for a in counted if not a.get("member_of")]
     report.counts = {k: kinds.count(k) for k in sorted(set(kinds))}
