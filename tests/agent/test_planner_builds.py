@@ -855,6 +855,26 @@ def test_a_test_program_that_fails_for_a_known_reason_ends_on_the_entry_that_nam
     assert _elf_machine(native) == 62  # EM_X86_64: the program really was built for the build machine
 
 
+@pytest.mark.slow
+def test_a_program_a_test_script_starts_itself_runs_in_the_build_machine_check_too(tmp_path):
+    """The test is a script that starts the program it is given, which links the project's shared library: built
+    for x86_64 by the build-machine check, that program must start on this machine too (it has no musl loader in
+    /lib), to fail the same way there and be the project's own failure."""
+    project = _program_with_library(
+        tmp_path, "golden", GOLDEN_MISMATCH, "CMakeLists.txt",
+        "cmake_minimum_required(VERSION 3.16)\nproject(golden C)\nenable_testing()\n"
+        "add_library(l SHARED lib.c)\nadd_executable(logging_unittest main.c)\n"
+        "target_link_libraries(logging_unittest l)\n"
+        "add_test(NAME golden COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run.sh $<TARGET_FILE:logging_unittest>)\n"
+        "install(TARGETS l)\n")
+    (project / "run.sh").write_text('#!/bin/sh\nexec "$1"\n')
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", out["message"]
+    [run] = out["verify"]["smoke_runs"]
+    assert run["triage"] == "project" and "fails the same way built for the build machine" in run["why"], run
+    assert _elf_machine(tmp_path / "ws" / ".xbuild" / "native" / "build" / "logging_unittest") == 62
+
+
 def _elf_machine(path):
     with open(path, "rb") as f:
         head = f.read(20)

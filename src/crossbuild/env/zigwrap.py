@@ -106,14 +106,16 @@ def _translate_march(value: str, arch: str) -> str | None:
 def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch: str, binary_format: str,
                bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False,
                pie: bool = False, prefix: str | None = None, cxx_runtime: str | None = None,
-               needs_runtime=None) -> Plan:
+               needs_runtime=None, program_loader: str | None = None) -> Plan:
     """Plan the zig call(s) for `zcc`/`zxx ARGS` (driver is "cc" or "c++"). no_werror ($CROSSBUILD_NO_WERROR=1):
     the project's -Werror flags are dropped, whatever build file added them. ELF code is compiled
     position-independent unless the project says otherwise; pie ($CROSSBUILD_PIE=1): whatever it says, and
     executables are linked as PIE, as Debian's compilers do by default. PREFIX ($CROSSBUILD_PREFIX): the
     dependencies cross-built for the target are searched last, as a cross compiler searches its sysroot's /usr.
     CXX_RUNTIME ($CROSSBUILD_SHARED_CXX_RUNTIME, cxx_runtime.py): a C++ shared library, and a C++ program linking
-    one that needs it (NEEDS_RUNTIME), link that shared runtime instead of zig's static one."""
+    one that needs it (NEEDS_RUNTIME), link that shared runtime instead of zig's static one. PROGRAM_LOADER
+    ($CROSSBUILD_PROGRAM_LOADER, the build-machine check's): dynamic programs name that loader, and its folder as
+    their run path, so a script can start them on this machine."""
     plan = Plan()
 
     # Queries some configure scripts and libtool make; answer them like a non-multilib gcc would.
@@ -230,6 +232,8 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
         # native musl gcc links it (dynamically), it can (libuv's dlerror test in its static-library runner).
         plan.notes.append("-ldl: linked dynamically (a static musl program cannot dlopen)")
         tail.append("-dynamic")
+    if program_loader and link and binary_format == "elf" and not shared and "-r" not in args and (sources or out):
+        tail += [f"-Wl,--dynamic-linker={program_loader}", f"-Wl,-rpath,{os.path.dirname(program_loader)}"]
     if link and binary_format == "elf" and (sources or out):
         # lld defaults to --no-undefined-version, which breaks version scripts naming absent symbols
         # (zlib's configure then silently drops its shared library).
@@ -463,7 +467,8 @@ def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str
                           no_werror=os.environ.get("CROSSBUILD_NO_WERROR") == "1",
                           pie=os.environ.get("CROSSBUILD_PIE") == "1",
                           prefix=os.environ.get("CROSSBUILD_PREFIX") or None,
-                          cxx_runtime=os.environ.get("CROSSBUILD_SHARED_CXX_RUNTIME") or None)
+                          cxx_runtime=os.environ.get("CROSSBUILD_SHARED_CXX_RUNTIME") or None,
+                          program_loader=os.environ.get("CROSSBUILD_PROGRAM_LOADER") or None)
     if tool in ("ar", "ranlib", "objcopy", "dlltool"):
         return Plan(commands=[[zig, tool, *args]])
     if tool == "ld":

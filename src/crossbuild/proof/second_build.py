@@ -10,13 +10,14 @@ workspace prepared before pristine copies existed is copied as it is now.
 from __future__ import annotations
 
 import os
+import platform
 import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from crossbuild.env import sandbox
+from crossbuild.env import musl_sysroot, sandbox
 from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Sandbox
 from crossbuild.env.toolchain import Toolchain
@@ -35,6 +36,15 @@ class SecondBuild:
     @property
     def workspace(self) -> Path:
         return self.toolchain.workspace
+
+
+def _runs_here(target: Target) -> dict[str, str]:
+    """For a musl build of this machine's own architecture (the build-machine check), whose programs a test's
+    script starts directly: link its dynamic programs with crossbuild's musl loader and the folder beside it (the
+    shared C++ runtime) by path, as this machine has no /lib/ld-musl-*.so.1. Never for a product."""
+    if target.libc != "musl" or target.arch != platform.machine() or target.is_windows:
+        return {}
+    return {"CROSSBUILD_PROGRAM_LOADER": str(musl_sysroot.loader_path(target.arch))}
 
 
 def build_again(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, edits: Sequence[str],
@@ -56,7 +66,8 @@ def build_again(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, e
     renames = {str(original_ws): str(fresh_ws)}
     if target is not None and target != toolchain.target:
         fresh = replace(fresh, target=target, prefix=prefix or fresh_ws / ".xbuild" / "no-dependencies",
-                        zig_cache=host.zig_cache_dir(target.zig_target))
+                        zig_cache=host.zig_cache_dir(target.zig_target),
+                        passthrough={**fresh.passthrough, **_runs_here(target)})
         renames[str(toolchain.prefix)] = str(fresh.prefix)
         for old, new in ((toolchain.target.name, target.name), (toolchain.target.zig_target, target.zig_target),
                          (toolchain.target.autotools_host, target.autotools_host)):

@@ -71,7 +71,9 @@ class AuthorizedCommand:
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_OVERRIDABLE = frozenset({"CROSSBUILD_NO_WERROR", "CROSSBUILD_PIE"})
 ENV_REFUSED = frozenset({"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "PYTHONPATH",
-                         "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "GCONV_PATH", "MAKESHELL", "CONFIG_SHELL"})
+                         "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "GCONV_PATH", "MAKESHELL", "CONFIG_SHELL",
+                         # crossbuild's own: which loader and C++ runtime the wrapper links programs with
+                         "CROSSBUILD_PROGRAM_LOADER", "CROSSBUILD_SHARED_CXX_RUNTIME"})
 
 
 def _authorize_env(ctx: RunContext, env: dict[str, str], cwd: Path) -> dict[str, str]:
