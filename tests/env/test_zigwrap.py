@@ -84,6 +84,10 @@ def test_a_pushed_as_needed_group_becomes_as_needed_then_zigs_default_again():
     j = c.index("-lfoo")
     assert c[j + 1:j + 3] == ["-Wl,-Bdynamic,--no-whole-archive", "-lbar"]
     assert "--no-as-needed" not in " ".join(c)
+    c = cmd(["x.o", "-Wl,--push-state,-whole-archive", "-lfoo", "-Wl,--pop-state", "-o", "x"])
+    assert c[c.index("-lfoo") + 1] == "-Wl,--no-whole-archive"
+    c = cmd(["-static", "x.o", "-Wl,--push-state,-Bstatic", "-lfoo", "-Wl,--pop-state", "-lbar", "-o", "x"])
+    assert "-Bdynamic" not in " ".join(c)  # a static link stays static after the group
     c = cmd(["x.o", "-Xlinker", "--push-state", "-Xlinker", "--as-needed", "-lz", "-Xlinker", "--pop-state", "-o", "x"])
     assert "--push-state" not in c and c[c.index("-lz") + 1:c.index("-lz") + 3] == ["-Xlinker", "--no-as-needed"]
 
@@ -191,6 +195,8 @@ def test_the_shared_runtime_path_keeps_programs_pie_and_drops_every_static_runti
     assert "-fPIE" in compile_main and "-fPIC" not in compile_main and compile_main[-3] == "main.cpp"
     assert link[1] == "cc" and not any(a.startswith("-x") for a in link), link
     assert "c++" not in link and "-lunwind" not in link and "-l:libuser.so.1" in link and RUNTIME in link
+    plan = rewrite_cc(["-shared", "a.o", "-l:libc++.a", "-static-libstdc++", "-o", "liba.so"], **kw)
+    assert not any("c++.a" in a or a == "-static-libstdc++" for a in plan.commands[-1]), plan.commands
 
 
 def test_windres_arguments():

@@ -99,11 +99,20 @@ def test_a_script_test_that_fails_on_the_target_is_a_failure_with_its_message(tm
 SHARES_A_FILE = """#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+/* each says it started, then waits (at most 8 s) for its sibling to have started too: side by side, the one that
+   wrote first reads its sibling's word back; alone, it reads its own */
 int main(int argc, char **argv) {
-    FILE *f = fopen("shared.actual", "w");
+    const char *sibling = strcmp(argv[1], "first") == 0 ? "second.started" : "first.started";
+    char mine[64];
+    snprintf(mine, sizeof mine, "%s.tmp", argv[1]);
+    FILE *f = fopen(mine, "w");
     fputs(argv[1], f);
     fclose(f);
-    sleep(2);
+    rename(mine, "shared.actual");  /* whole words only: the last one written wins */
+    snprintf(mine, sizeof mine, "%s.started", argv[1]);
+    fclose(fopen(mine, "w"));
+    for (int i = 0; i < 80 && access(sibling, F_OK) != 0; i++) usleep(100000);
+    usleep(500000);
     char back[64] = {0};
     f = fopen("shared.actual", "r");
     fgets(back, sizeof back, f);
@@ -133,7 +142,8 @@ def test_tests_that_race_on_a_shared_file_when_run_side_by_side_are_not_counted_
     runs = {r["path"]: r for r in report["smoke_runs"]}
     # side by side, one of the two read the other's words back: alone it passes twice, and is listed, not counted
     alone = [r for r in runs.values() if (r["why"] or "").startswith("passed twice when run again alone")]
-    assert len(alone) == 1 and not alone[0]["passed"] and alone[0]["triage"] == "environment", runs
+    assert len(alone) == 1 and not alone[0]["passed"] and alone[0]["triage"] == "environment", {
+        p: (r["passed"], r["why"], r["output_tail"][-200:]) for p, r in runs.items()}
     assert report["proof_counts"]["passed"] == 2 and report["proof_counts"]["not_counted"] == 1, runs
     assert report["proof"] == "tested", (report["proof_why"], runs)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from crossbuild.env.musl_sysroot import sysroot_dir
 from crossbuild.foundation import host
-from crossbuild.foundation.targets import Target
+from crossbuild.foundation.targets import Target, parse_target
 
 SONAME = "libc++_shared.so"
 REVISION = "1"  # raised when the way the runtime is built changes, so cached ones are built again
@@ -64,20 +64,45 @@ def build(target: Target, zig: Path, *, jobs: int | None = None) -> Path:
     if found := available(target, zig):
         return found
     dest = path(target)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with host.exclusive(dest.parent.parent / f".{target.arch}-cxx.lock"):  # parallel runs build it once
-        if found := available(target, zig):
-            return found
-        with tempfile.TemporaryDirectory(prefix="crossbuild-cxxrt-") as tmp:
-            work = Path(tmp)
-            commands = _zig_commands(target, zig, work)
-            objects = _compile(commands, work / "obj", jobs or os.cpu_count() or 2)
-            part = dest.with_name(dest.name + ".part")
-            _run([str(zig), "cc", "-target", target.zig_target, "-shared", "-o", str(part),
-                  f"-Wl,-soname,{SONAME}", *map(str, objects)], "linking the runtime")
-            part.replace(dest)
-        _stamp(target).write_text(_stamp_text(zig))
+    failed = dest.with_name(SONAME + ".failed")  # a failure is remembered for this zig: not retried by every run
+    try:
+        if failed.is_file() and failed.read_text().startswith(_stamp_text(zig)):
+            raise RuntimeBuildError(failed.read_text().split("\n", len(_stamp_text(zig).splitlines()))[-1])
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with host.exclusive(dest.parent.parent / f".{target.arch}-cxx.lock"):  # parallel runs build it once
+            if found := available(target, zig):
+                return found
+            try:
+                _build(target, zig, dest, jobs or os.cpu_count() or 2)
+            except RuntimeBuildError as e:
+                failed.write_text(_stamp_text(zig) + str(e))
+                raise
+            _stamp(target).write_text(_stamp_text(zig))
+    except (OSError, subprocess.SubprocessError) as e:  # a lock, a folder, a time-out: said as the runtime's
+        raise RuntimeBuildError(f"{type(e).__name__}: {e}") from e
     return dest
+
+
+def _build(target: Target, zig: Path, dest: Path, jobs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="crossbuild-cxxrt-") as tmp:
+        work = Path(tmp)
+        objects = _compile(_zig_commands(target, zig, work), work / "obj", jobs)
+        part = dest.with_name(dest.name + ".part")
+        _run([str(zig), "cc", "-target", target.zig_target, "-shared", "-o", str(part),
+              f"-Wl,-soname,{SONAME}", *map(str, objects)], "linking the runtime")
+        part.replace(dest)
+
+
+def identity(name: str) -> str | None:
+    """What a build for the target NAME linking its runtime depends on (the runtime's stamp), or None when there is
+    none: the dependency cache keys on it, so a library built with zig's static runtime is never taken for one
+    built with the shared one."""
+    try:
+        target = parse_target(name)
+    except ValueError:  # a name only tests use
+        return None
+    stamp = _stamp(target)
+    return stamp.read_text() if supported(target) and path(target).is_file() and stamp.is_file() else None
 
 
 def _zig_commands(target: Target, zig: Path, work: Path) -> list[list[str]]:

@@ -20,6 +20,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from crossbuild.env import cxx_runtime
 from crossbuild.foundation import host, safefs
 
 
@@ -130,8 +131,8 @@ _COMPILE_RECIPE = 4
 
 def cache_key(target: str, source: str, version: str | None, options: dict | None = None) -> str:
     raw = json.dumps({"target": target, "source": source, "version": version or "default", "zig": host.zig_version(),
-                      "options": options or {}, "recipe": _COMPILE_RECIPE, "local": local_source_state(source)},
-                     sort_keys=True)
+                      "options": options or {}, "recipe": _COMPILE_RECIPE, "local": local_source_state(source),
+                      "cxx_runtime": cxx_runtime.identity(target)}, sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 

@@ -139,6 +139,8 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
     has_output = False
     shared = "-shared" in args
     nostdlib = "-nostdlib" in args
+    if "-static" in args:  # the state --pop-state restores starts static
+        plan.linker_state["static"] = "-Bstatic"
     i = 0
     while i < len(args):
         arg = args[i]
@@ -258,7 +260,8 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
             obj = os.path.splitext(os.path.basename(src))[0] + ".o"
             plan.commands.append(base + others + [src, "-o", obj])
         return plan
-    if cxx_runtime and binary_format == "elf" and link and not any(a in ("-r", "-static") for a in args) and (
+    if cxx_runtime and binary_format == "elf" and link and not any(a in ("-r", "-static", "-static-pie")
+                                                                   for a in args) and (
             driver == "c++" or any(a.startswith("-l") and a[2:] in _CXX_LIBS for a in args)) and (
             shared or _links_a_runtime_user(out, prefix, exists, needs_runtime or _needs_runtime)):
         return _with_shared_runtime(plan, base, out, tail, sources, cxx_runtime, shared, args)
@@ -287,9 +290,7 @@ def _with_shared_runtime(plan: Plan, base: list[str], out: list[str], tail: list
     """Link with the shared C++ runtime through zig's C driver (zig's C++ driver always links its static one, and
     -lc++ names it): sources in the same command are compiled first, each to an object of its own, position
     independent as the link needs."""
-    pairs = [p for p in _pairs(out, _TAKES_VALUE)
-             if not (p[0] == "-l" and p[1:] and p[1] in _CXX_STDLIB) and not (p[0][2:] in _CXX_STDLIB
-                                                                              and p[0].startswith("-l"))]
+    pairs = [p for p in _pairs(out, _TAKES_VALUE) if not _static_runtime_part(p)]
     if sources:
         dropped = {"-o"} | ({"-MF", "-MT", "-MQ"} if len(sources) > 1 else set())  # one output per source
         compile_args = [a for p in pairs if p[0] not in dropped and p[0] not in sources for a in p]
@@ -305,6 +306,15 @@ def _with_shared_runtime(plan: Plan, base: list[str], out: list[str], tail: list
     plan.commands.append([base[0], "cc", *base[2:], *(a for p in pairs for a in p), runtime, *tail])
     plan.notes.append(f"linked with the shared C++ runtime {runtime}")
     return plan
+
+
+def _static_runtime_part(pair: list[str]) -> bool:
+    """Whether an argument (with its value) links a static C++ runtime or a part of one: -lc++, -l c++, -lunwind,
+    -l:libc++.a, -static-libstdc++."""
+    name = (pair[1] if len(pair) > 1 else "") if pair[0] == "-l" else pair[0][2:] if pair[0].startswith("-l") else ""
+    if name.startswith(":"):
+        name = re.sub(r"^lib|\.(a|so[.\d]*)$", "", name[1:])
+    return name in _CXX_STDLIB or pair[0] in ("-static-libstdc++", "-static-libgcc")
 
 
 def _links_a_runtime_user(out: list[str], prefix: str | None, exists, needs_runtime) -> bool:
@@ -375,8 +385,8 @@ def _filter_linker_flags(items: list[str], plan: Plan) -> list[str]:
                     plan.linker_state[switch] = saved.get(switch, default)
             continue
         for switch, (default, other) in _STATE_SWITCHES.items():
-            if item in (default, other):
-                plan.linker_state[switch] = item
+            if _STATE_ALIASES.get(item, item) in (default, other):
+                plan.linker_state[switch] = _STATE_ALIASES.get(item, item)
         kept.append(item)
     return kept
 
@@ -384,6 +394,9 @@ def _filter_linker_flags(items: list[str], plan: Plan) -> list[str]:
 # positional linker switches --push-state saves: (zig's default, the other setting)
 _STATE_SWITCHES = {"as-needed": ("--no-as-needed", "--as-needed"), "static": ("-Bdynamic", "-Bstatic"),
                    "whole-archive": ("--no-whole-archive", "--whole-archive")}
+_STATE_ALIASES = {"-dn": "-Bstatic", "-non_shared": "-Bstatic", "-static": "-Bstatic", "-dy": "-Bdynamic",
+                  "-call_shared": "-Bdynamic", "-as-needed": "--as-needed", "-no-as-needed": "--no-as-needed",
+                  "-whole-archive": "--whole-archive", "-no-whole-archive": "--no-whole-archive"}
 
 
 def rewrite_windres(args: list[str], *, zig: str) -> Plan:

@@ -116,22 +116,24 @@ def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Tool
 def _failed_alone_again(runs: list[SmokeRun], harness: Harness, root: Path, box: Sandbox, env: dict[str, str],
                         limit: float, scale: float, log_dir: Path, within: Path) -> None:
     """Tests run side by side (JOBS, crossbuild's choice, not the project's) can race on files the project never
-    meant to share: jsoncpp's two reader tests write the same `.actual` files in one folder. Each failed test (the
-    first ALONE_AGAIN; not one stopped at its limit) runs again alone, twice, read from the harness's own record;
-    one that passes both times (not skipped) is not counted, with that evidence: it is no pass either, since a
-    flaky test passes alone too."""
+    meant to share: jsoncpp's two reader tests write the same `.actual` files in one folder. Each test that failed
+    without crashing (the first ALONE_AGAIN; not one stopped at its limit) runs again alone, twice, each time bounded
+    by four times its first duration, and read from the harness's own record; one that passes both times, with
+    nothing else in that record failing, is not counted, with that evidence: it is no pass either, since a flaky
+    test passes alone too. A crash is never excused this way."""
     if JOBS < 2 or sum(1 for r in runs if not r.skipped) < 2:
         return
-    again = [r for r in runs if r.failed and not r.stopped and r.harness][:ALONE_AGAIN]
+    again = [r for r in runs if r.failed and r.triage == "failed" and not r.stopped and r.harness][:ALONE_AGAIN]
     for n, r in enumerate(again):
         if (argv := tie.one_test(harness, r.path)) is None:
             continue
         alone = dataclasses.replace(harness, argv=argv)
         passes = 0
         for attempt in range(2):
-            mine = [x for x in run(alone, root, box, env, limit, scale, log_dir, within, jobs=1,
-                                   log_name=f"harness-alone-{n}-{attempt}.log") if x.path == r.path]
-            if len(mine) != 1 or not mine[0].passed or mine[0].skipped:
+            results = run(alone, root, box, env, limit, scale, log_dir, within, jobs=1,
+                          log_name=f"harness-alone-{n}-{attempt}.log", total=min(limit, 4 * r.duration_s) + 60)
+            mine = [x for x in results if x.path == r.path]
+            if len(mine) != 1 or not mine[0].passed or any(x.failed or x.skipped for x in results):
                 break
             passes += 1
         if passes == 2:
@@ -155,13 +157,14 @@ def find(root: Path) -> Harness | None:
 
 
 def run(harness: Harness, root: Path, box: Sandbox, env: dict[str, str], limit: float, scale: float,
-        log_dir: Path, within: Path, *, jobs: int = JOBS, log_name: str | None = None) -> list[SmokeRun]:
+        log_dir: Path, within: Path, *, jobs: int = JOBS, log_name: str | None = None,
+        total: float | None = None) -> list[SmokeRun]:
     """Run HARNESS in BOX, each test under LIMIT seconds where the harness has a limit of its own (the base limit
     times the emulator's slowdown SCALE), the whole under a multiple of it. Each test it reported, as a SmokeRun;
     none when it found no test."""
     argv = [*harness.argv, *(a.format(jobs=jobs, limit=int(limit), scale=max(1, round(scale)))
                              for a in harness.options)]
-    total = min(max(limit * 4, 600.0), 2400.0)
+    total = total or min(max(limit * 4, 600.0), 2400.0)
     log_name = log_name or f"harness-{harness.name.replace(' ', '-')}.log"
     started = time.time()
     res = box.run(argv, cwd=harness.cwd, env=env, log_path=log_dir / log_name,

@@ -63,7 +63,8 @@ def programs_not_built(runs: list[SmokeRun], commands: dict[str, list[str]], emu
                 break
 
 
-_NOT_STARTED = re.compile(r"No such file or directory|not found|cannot execute|exit(?: code| status)? 127\b")
+# what a script or CMake's execute_process says when a program it starts is not there
+_NOT_STARTED = re.compile(r"No such file or directory|: not found$|command not found|cannot execute", re.MULTILINE)
 
 
 def _failed_to_start(r: SmokeRun) -> bool:

@@ -194,7 +194,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                 entry["problems"] = problems
                 bad.append((a, problems))
             (report.artifacts if anchor == root else report.elsewhere).append(entry)
-    if any(cxx_runtime.SONAME in a.get("needed", ()) for a in [*report.artifacts, *report.elsewhere] if a["ok"]):
+    if cxx_runtime.supported(target) and any(cxx_runtime.SONAME in a.get("needed", ())
+                                             for a in [*report.artifacts, *report.elsewhere] if a["ok"]):
         report.needs_runtime = str(cxx_runtime.path(target))  # not a product: a user ships it beside them
     counted = [a for a in report.artifacts if a["kind"] != "unknown"]
     kinds = [a["kind"] for a in counted if not a.get("member_of")]
