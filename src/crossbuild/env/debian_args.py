@@ -41,8 +41,10 @@ def _name_words(arg: str) -> list[str]:
 
 
 def _inverted(arg: str) -> bool:
-    """Whether -DNAME's name says what its ON value leaves out (DISABLE_X, NO_X, LIBX_WITHOUT_Y)."""
-    return any(w in _INVERTING for w in _name_words(arg)[:-1])
+    """Whether -DNAME's name says what its ON value leaves out (DISABLE_X, NO_X, LIBX_WITHOUT_Y); never one of
+    CMake's own settings (CMAKE_SKIP_RPATH=ON changes how the build's programs find its libraries)."""
+    words = _name_words(arg)
+    return words[0] != "CMAKE" and any(w in _INVERTING for w in words[:-1])
 
 
 def network_tests_only(arg: str) -> bool:

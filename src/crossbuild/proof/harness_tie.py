@@ -42,10 +42,9 @@ def programs_not_built(runs: list[SmokeRun], commands: dict[str, list[str]], emu
     it did not compile), or names in its arguments (a script's `-DTEST_COMMAND=/ws/build/x`) a program the build's
     own record says it links and did not make (UNBUILT, from unbuilt_programs), when its output says a program could
     not be started and no program it names is there: CTest cannot tell, since the emulator or the script is there, so
-    it is listed as not built, not failed. Never a program the verifier found
-    before the tests ran (SCANNED: a test that deleted its own program failed), and only one that is plainly absent
-    below WORKSPACE (the command is the build's writing): a link on the way, or anything else odd, leaves the failure
-    as it is."""
+    it is listed as not built, not failed. Never a program the verifier found before the tests ran (SCANNED: a test
+    that deleted its own program failed), and only one that is plainly absent below WORKSPACE (the command is the
+    build's writing): a link on the way, or anything else odd, leaves the failure as it is."""
     for r in runs:
         command = commands.get(r.path) or []
         if r.passed or r.skipped or not command:
