@@ -161,10 +161,14 @@ def test_musl_loader_runs_dynamic_musl_programs(tmp_path):
 @pytest.mark.slow
 def test_libconfig_cxx_shared_library_links(tmp_path):
     """Debian's libconfig: libtool links libconfig++.so with -nostdlib and gcc's postdeps; through the wrapper it
-    links with zig's libc++ and leaves no C++ symbol unresolved."""
-    from crossbuild.env import workspace
-    from crossbuild.proof.binary_formats import dynamic_symbols
+    links with crossbuild's shared C++ runtime (a C++ shared library), which provides every C++ symbol it needs."""
+    from crossbuild.env import cxx_runtime, workspace
+    from crossbuild.foundation import host
+    from crossbuild.foundation.targets import parse_target
+    from crossbuild.proof.binary_formats import describe_elf, dynamic_symbols
 
+    target = parse_target("aarch64-linux-musl")
+    cxx_runtime.build(target, host.zig_executable())  # as a build's toolchain makes it for C++ sources
     ws = workspace.prepare("debian:libconfig", tmp_path / "ws")
     exports = cb("env", "aarch64-linux-musl", "-w", str(ws.root), "--shell").stdout
     script = exports + "\n./configure --host=$CROSSBUILD_HOST_TRIPLE --disable-static && make -j2 -C lib\n"
@@ -173,7 +177,12 @@ def test_libconfig_cxx_shared_library_links(tmp_path):
     lib = next((ws.src / "lib" / ".libs").glob("libconfig++.so.*.*"))
     with open(lib, "rb") as f:
         _, required = dynamic_symbols(f)
-    assert not [s for s in required if s.startswith("_Z")], "C++ symbols left unresolved"
+    runtime = cxx_runtime.path(target)
+    with open(lib, "rb") as f:
+        assert cxx_runtime.SONAME in describe_elf(f, lib.name).needed
+    with open(runtime, "rb") as f:
+        provided, _ = dynamic_symbols(f)
+    assert not [s for s in required if s.startswith("_Z") and s not in provided], "C++ symbols left unresolved"
     assert "dropped -nostdlib" in (ws.root / ".scratch" / "wrappers.log").read_text()
     v = cb("verify", str(ws.src / "lib"), "--target", "aarch64-linux-musl", "--json")
     assert json.loads(v.stdout)["ok"], v.stdout[-2000:]

@@ -159,6 +159,8 @@ def _stamp(target: Target) -> Path:
 
 
 def _stamp_text(zig: Path) -> str:
-    real = Path(zig).resolve()
-    return f"{host.zig_version()}\n{real}\n{real.stat().st_mtime_ns}\n{REVISION}\n"
+    """The runtime's identity: zig's version and the way it is built. Not the installation: two of the same version
+    (a CI checkout's venv beside a developer's) give the same runtime, and sharing one cache they would otherwise
+    build it in turn."""
+    return f"zig {host.zig_version()}\nrevision {REVISION}\n"
 
