@@ -308,10 +308,17 @@ def _with_shared_runtime(plan: Plan, base: list[str], out: list[str], tail: list
     return plan
 
 
+def _library_name(pair: list[str]) -> str:
+    """The NAME of -lNAME or -l NAME (`:FILE` for -l:FILE), else ""."""
+    if pair[0] == "-l":
+        return pair[1] if len(pair) > 1 else ""
+    return pair[0][2:] if pair[0].startswith("-l") else ""
+
+
 def _static_runtime_part(pair: list[str]) -> bool:
     """Whether an argument (with its value) links a static C++ runtime or a part of one: -lc++, -l c++, -lunwind,
     -l:libc++.a, -static-libstdc++."""
-    name = (pair[1] if len(pair) > 1 else "") if pair[0] == "-l" else pair[0][2:] if pair[0].startswith("-l") else ""
+    name = _library_name(pair)
     if name.startswith(":"):
         name = re.sub(r"^lib|\.(a|so[.\d]*)$", "", name[1:])
     return name in _CXX_STDLIB or pair[0] in ("-static-libstdc++", "-static-libgcc")
@@ -327,8 +334,7 @@ def _links_a_runtime_user(out: list[str], prefix: str | None, exists, needs_runt
     candidates = [p[0] for p in pairs if not p[0].startswith("-") and (p[0].endswith(".so")
                                                                          or _SHARED_VERSIONED.search(p[0]))]
     for p in pairs:
-        name = (p[1] if len(p) > 1 else "") if p[0] == "-l" else p[0][2:] if p[0].startswith("-l") else ""
-        if name:
+        if name := _library_name(p):
             file = name[1:] if name.startswith(":") else f"lib{name}.so"
             candidates += [os.path.join(d, file) for d in folders]
     return any(exists(c) and needs_runtime(c) for c in candidates)
