@@ -307,3 +307,55 @@ def test_a_test_switch_a_fix_turned_off_is_never_turned_on_again():
         "FMT_TEST": "OFF", "BUILD_TESTING": "OFF", "FMT_DOC": "OFF"}}))
     assert _called(planner._decide())[1]["command"] == "cmake --build build --parallel 2"
     assert not any(n.startswith("tests turned on") for n in planner.state.notes)
+
+
+def _configure_failed(planner, diagnosis, kb=()):
+    data = {"exit_code": 1, "log": ".xbuild/logs/0001-cmake.log", "kb": list(kb), "diagnosis": diagnosis}
+    planner._observe(Message("tool", "[exit=1] cmake -S src -B build", name="run_command", is_error=True, data=data))
+
+
+def test_a_diagnosis_is_searched_dependency_first_then_its_switches_innermost_first_tests_last():
+    """The same configure failure, round after round: what the call looked for is built once; then each switch
+    around it, the narrowest first, the one that turns the tests off only when nothing else is left."""
+    planner = Planner()
+    planner.tools = {"build_dependency": None}
+    planner.state.system, planner.state.phase = "cmake", "steps"
+    planner.state.recipe = [{"argv": ["cmake", "-S", "src", "-B", "build"], "cwd": ".", "phase": "configure",
+                             "env": {}}]
+    switches = [{"name": "BUILD_TESTING", "value": "ON", "arg": "-DBUILD_TESTING=OFF", "why": "`if(BUILD_TESTING)`"},
+                {"name": "BUILD_SHARED_LIBS", "value": "ON", "arg": "-DBUILD_SHARED_LIBS=OFF", "why": "`if(...)`"},
+                {"name": "WITH_NET", "value": "ON", "arg": "-DWITH_NET=OFF", "why": "`if(WITH_NET)`"},
+                {"name": "NET_TLS", "value": "ON", "arg": "-DNET_TLS=OFF", "why": "`if(NET_TLS)`"}]
+    diagnosis = {"failed": "find_package(GnuTLS REQUIRED)", "where": "src/net/CMakeLists.txt:9",
+                 "missing": ["GnuTLS"], "switches": switches}
+    _configure_failed(planner, diagnosis)
+    assert _called(planner._decide()) == ("build_dependency", {"name": "GnuTLS"})
+    planner.state.phase = "steps"
+    _configure_failed(planner, diagnosis)  # built, and the same call still fails
+    assert planner.state.extra["cmake_args"] == ["-DNET_TLS=OFF"]
+    for expected in (["-DNET_TLS=OFF", "-DWITH_NET=OFF"], ["-DNET_TLS=OFF", "-DWITH_NET=OFF", "-DBUILD_TESTING=OFF"]):
+        _configure_failed(planner, diagnosis)
+        assert planner.state.extra["cmake_args"] == expected  # never BUILD_SHARED_LIBS: how it is built
+    assert any(n.startswith("tests not built: diagnosis: -DBUILD_TESTING=OFF") for n in planner.state.notes)
+    _configure_failed(planner, diagnosis)
+    assert planner.state.phase == "blocked"
+
+
+def test_a_dependency_that_cannot_be_built_takes_the_diagnosed_switch_whoever_asked_for_it():
+    """The knowledge base asked for the dependency (its pattern matched first); when it cannot be built, the switch
+    read from the trace is taken, not one guessed from the dependency's name."""
+    planner = Planner()
+    planner.tools = {"build_dependency": None}
+    planner.state.system, planner.state.phase = "cmake", "steps"
+    planner.state.recipe = [{"argv": ["cmake", "-S", "src", "-B", "build"], "cwd": ".", "phase": "configure",
+                             "env": {}}]
+    kb = [{"id": "cmake-message-dependency-not-found", "actions": [{"kind": "dependency", "name": "libfrob"}]}]
+    diagnosis = {"failed": "pkg_check_modules(F REQUIRED libfrob)", "where": "src/CMakeLists.txt:4",
+                 "missing": ["libfrob"], "switches": [
+                     {"name": "GADGET_X", "value": "ON", "arg": "-DGADGET_X=OFF", "why": "`if(GADGET_X)`"}]}
+    _configure_failed(planner, diagnosis, kb)
+    assert _called(planner._decide()) == ("build_dependency", {"name": "libfrob"})
+    planner._observe(Message("tool", "libfrob: not in Debian's index", name="build_dependency", is_error=True,
+                             data={"name": "libfrob"}))
+    assert planner.state.extra["cmake_args"] == ["-DGADGET_X=OFF"] and not planner.state.pending_disable
+    assert "built without libfrob: -DGADGET_X=OFF (`if(GADGET_X)`)" in planner.state.notes

@@ -13,6 +13,7 @@ import pytest
 
 from crossbuild.proof.smoke import NOT_BUILT
 from tests.conftest import EXAMPLE, GOLDEN_MISMATCH, cb, outcome_of
+from tests.diagnosis.test_cmake_trace import TLS_FILE
 
 TARGETS = ["aarch64-linux-musl", "riscv64-linux-musl"]
 
@@ -1405,3 +1406,31 @@ def test_a_makefile_whose_rules_race_in_parallel_is_built_again_serially(tmp_pat
     assert "built again serially (-j1)" in out["message"]
     commands = _commands(tmp_path / "runs.db", out["run_id"])
     assert any(c.startswith("make -j2 ") for c in commands) and any(c.startswith("make -j1 ") for c in commands)
+
+
+GADGET_PROJECT = """cmake_minimum_required(VERSION 3.16)
+project(gadget C)
+option(GADGET_SECURE_TRANSPORT "Talk to servers over TLS" ON)
+add_executable(gadget main.c)
+if(GADGET_SECURE_TRANSPORT AND NOT WIN32)
+  include(cmake/tls.cmake)
+  gadget_find_tls()
+endif()
+install(TARGETS gadget)
+"""
+
+
+@pytest.mark.slow
+def test_a_feature_whose_switch_and_message_follow_no_convention_is_found_from_cmakes_trace(tmp_path):
+    """No knowledge-base entry knows the message, and the switch is named after neither the module nor the word
+    TLS the way the name patterns expect: the switch is read from the if() around the failing call."""
+    project = tmp_path / "gadget"
+    (project / "cmake").mkdir(parents=True)
+    (project / "CMakeLists.txt").write_text(GADGET_PROJECT)
+    (project / "cmake" / "tls.cmake").write_text(TLS_FILE)
+    (project / "main.c").write_text("int main(void){return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", out["message"]
+    assert "built without gadget-nonexistent-tls: -DGADGET_SECURE_TRANSPORT=OFF" in out["message"]
+    calls = _dependency_calls(tmp_path / "runs.db", out["run_id"])
+    assert [c["data"]["name"] for c in calls] == ["gadget-nonexistent-tls"] and not calls[0]["ok"]

@@ -77,6 +77,9 @@ class PlannerState:
     # entries whose fixes that turn tests off were held back while others were tried: the last resort, when the
     # failure comes back with nothing attached (a dependency for an example could not be built)
     held_kb: list[dict[str, Any]] = field(default_factory=list)
+    # a diagnosed configure failure's switches, by the dependency its failing call looked for: taken if that
+    # dependency cannot be built (_without_dependency)
+    governing: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     blocked_reason: str = ""
 
@@ -428,7 +431,11 @@ class Planner:
     def _fix_or_block(self, step: dict[str, Any], data: dict[str, Any], first: str) -> None:
         """STEP failed (FIRST, its result's first line): build again with the fixes named, or say what blocked."""
         s = self.state
-        if self._rebuild_with_fixes(data.get("kb") or []):
+        diagnosis = data.get("diagnosis") or {}
+        for name in diagnosis.get("missing") or []:  # whichever fix asks for it, its switches are known
+            s.governing.setdefault(name.lower(), [w for w in diagnosis.get("switches") or []
+                                                  if not _HOW_BUILT.search(w["name"])])
+        if self._rebuild_with_fixes(data.get("kb") or []) or self._diagnosed(diagnosis):
             return
         held, s.held_kb = s.held_kb, []
         if held and self._rebuild_with_fixes(held):
@@ -443,6 +450,39 @@ class Planner:
         s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); knowledge-base entries attached: "
                             f"{attached}; no fix left that the planner can apply."
                             + (f" Full log: {data['log']}" if data.get("log") else ""))
+
+    def _diagnosed(self, diagnosis: dict[str, Any] | None) -> bool:
+        """A configure failure read from the build system's own records (the failing call, what it looked for,
+        the switches around it), after the knowledge base's fixes: build what it looked for, once per name; when
+        that was tried, take the failing branch away by its innermost switch not yet tried, one per round, one
+        that turns the tests off last. True when the build goes again."""
+        s = self.state
+        if not diagnosis:
+            return False
+        tried = self._tried_dependencies()
+        switches = [w for w in diagnosis.get("switches") or [] if not _HOW_BUILT.search(w["name"])
+                    and json.dumps({"kind": "cmake_args", "args": [w["arg"]]}, sort_keys=True) not in s.applied]
+        wanted = [m for m in diagnosis.get("missing") or [] if m.lower() not in tried]
+        if wanted and "build_dependency" in self.tools:
+            action = {"kind": "dependency", "name": wanted[0]}
+            s.notes.append(f"{diagnosis['failed']} at {diagnosis['where']} looked for {wanted[0]} (CMake's trace)")
+        elif switches:
+            chosen = _innermost(switches)
+            action = {"kind": "cmake_args", "args": [chosen["arg"]]}
+            s.notes.append(f"{diagnosis['failed']} at {diagnosis['where']} is governed by {chosen['name']} "
+                           f"({chosen['why']}): {chosen['arg']}")
+        else:
+            return False
+        return self._rebuild_with_fixes([{"id": "diagnosis", "actions": [action]}])
+
+    def _tried_dependencies(self) -> set[str]:
+        """The names of the dependencies this plan has asked for (lower case)."""
+        found = set()
+        for key in self.state.applied:
+            action = json.loads(key)
+            if action.get("kind") == "dependency":
+                found.add(str(action.get("name", "")).lower())
+        return found
 
     def _serially(self, step: dict[str, Any], first: str) -> bool:
         """A parallel make build that failed with no fix left and nothing in the knowledge base explaining it: once,
@@ -587,6 +627,15 @@ class Planner:
             s.blocked_reason = (f"the dependency {name} cannot be cross-built, and --keep-features forbids building "
                                 "without the feature that needs it")
             return
+        if governing := [w for w in s.governing.pop(name.lower(), []) if w["arg"] not in s.extra["cmake_args"]]:
+            # the switch around the call that looked for it, read from CMake's trace: no name guessing
+            chosen = _innermost(governing)
+            s.extra["cmake_args"].append(chosen["arg"])
+            s.applied.add(json.dumps({"kind": "cmake_args", "args": [chosen["arg"]]}, sort_keys=True))
+            s.notes.append(f"built without {name}: {chosen['arg']} ({chosen['why']})")
+            if turns_tests_off(chosen["arg"]):
+                s.notes.append(f"tests not built: diagnosis: {chosen['arg']}")
+            return
         pattern = feature_option_pattern(name)
         if pattern and pattern not in s.feature_of:
             s.feature_of[pattern] = name
@@ -689,6 +738,12 @@ _VERDICT_FIX_KINDS = frozenset({"cmake_args", "meson_args", "configure_args", "m
 # Options about how the project is built, never a feature to drop (libpng: a test links -lpng_shared, the project's
 # own target; turning PNG_SHARED off would remove the library itself).
 _HOW_BUILT = re.compile(r"SHARED|STATIC|PIC\b|INSTALL|FRAMEWORK|(^|_)LIBS?$", re.IGNORECASE)
+
+
+def _innermost(switches: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of a diagnosis' switches (outermost first), the innermost that keeps the tests, else the innermost: the
+    narrowest feature to drop."""
+    return ([w for w in switches if not turns_tests_off(w["arg"])] or switches)[-1]
 
 
 def _off_switches(system: str, status: dict[str, Any]) -> dict[str, str]:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from pydantic import Field
 
+from crossbuild.diagnosis.model import Diagnosis
 from crossbuild.kb.base import error_fingerprint
-from crossbuild.tools import paths
+from crossbuild.tools import diagnose, paths
 from crossbuild.tools.base import BadArguments, ErrorType, NotFound, PermissionDenied, Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import CommandRecord, RunContext
 from crossbuild.tools.knowledge import attach_knowledge
@@ -242,9 +243,22 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     if Path(auth.argv[0]).name in INSPECTION_TOOLS:  # a failed grep or ls is an answer, not a build failure
         return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
     if error_type == ErrorType.COMMAND_FAILED:
+        if diagnosis := diagnose.cmake_configure(ctx, auth.argv, auth.cwd, auth.env, "\n".join(whole)):
+            data["diagnosis"] = diagnosis.to_dict()
+            message += "\n" + diagnosis.summary()
+            hint = _diagnosis_hint(diagnosis) or hint
         message, hint = attach_knowledge(ctx, "\n".join(tail), message, hint, data)
     return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data,
                       fingerprint=error_fingerprint("\n".join(whole[-FINGERPRINT_LINES:]) or message))
+
+
+def _diagnosis_hint(diagnosis: Diagnosis) -> str | None:
+    """What to try first for a diagnosed configure failure: build what it looked for, else flip its switch."""
+    steps = [f"build_dependency(name={diagnosis.missing[0]!r})"] if diagnosis.missing else []
+    if diagnosis.switches:
+        steps.append(f"configure again with {' '.join(s.arg for s in diagnosis.switches)} to build without it"
+                     + (" (say so in the summary)" if diagnosis.missing else ""))
+    return "; or ".join(steps) or None
 
 
 # make's line for a recipe whose command was not found (Error 127) and whose failure it was told to ignore

@@ -1,0 +1,47 @@
+"""One structured diagnosis of a failed configure, whatever build system's records it was read from: what failed
+and where, what it looked for, and the project's switches that govern it, each with the argument that flips it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    value: str  # what it is now (the cache's value, else the declared default)
+    arg: str  # the argument that takes the failing branch away: -DUSE_TLS=OFF
+    why: str  # the condition it governs and where: `if(USE_TLS)` at src/CMakeLists.txt:40
+    declared: str = ""  # where the project declares it: src/CMakeLists.txt:12
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    system: str  # cmake | meson | autotools
+    failed: str  # the project's own call that failed: `pkg_check_modules(TLS REQUIRED gnutls)`
+    where: str  # its file and line, workspace-relative
+    message: str = ""  # the first line of the build system's own error
+    chain: tuple[str, ...] = ()  # the project's calls that led there, outermost first: `src/x.cmake:9 need_tls()`
+    missing: tuple[str, ...] = ()  # what it looked for and did not find, as build_dependency takes names
+    not_found: tuple[str, ...] = ()  # the cache's *-NOTFOUND entries
+    switches: tuple[Switch, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON has it (lists), the same in a live result as in one read back from the trace."""
+        return json.loads(json.dumps(asdict(self)))
+
+    def summary(self) -> str:
+        """Lines for a tool result: what failed where, what is missing, which switch would build without it."""
+        lines = [f"diagnosis (from {self.system}'s own record): {self.failed} failed at {self.where}"
+                 + (f", called from {' <- '.join(reversed(self.chain))}" if self.chain else "")]
+        if self.missing:
+            lines.append(f"  looked for and not found: {', '.join(self.missing)} (build_dependency may build it)")
+        for s in self.switches:
+            lines.append(f"  governed by {s.name} (now {s.value}{', declared at ' + s.declared if s.declared else ''})"
+                         f": {s.arg} takes this branch away ({s.why})")
+        if not self.switches:
+            lines.append("  no project switch governs this call")
+        return "\n".join(lines)
+

@@ -1,0 +1,82 @@
+"""A failed configure diagnosed from the build system's own records (issue 36): CMake's configure is run again, as
+it was, with its JSON trace on, and crossbuild.diagnosis reads the trace, the project's files and the cache. The
+rerun is the same command in the same sandbox and environment; its output goes to a log of its own, and it is not
+recorded as a build step (a clean rebuild never replays it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from crossbuild.diagnosis import cmake_trace
+from crossbuild.diagnosis.model import Diagnosis
+from crossbuild.foundation import safefs
+from crossbuild.tools.context import RunContext
+
+TRACE_NAME = "crossbuild-configure-trace.json"
+RERUN_TIMEOUT_S = 600.0
+# cmake's modes that do not configure a project
+_NOT_CONFIGURE = {"--build", "--install", "-E", "-P", "--version", "--help", "-N", "--find-package", "--workflow",
+                  "--list-presets"}
+
+
+def cmake_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str) -> Diagnosis | None:
+    """The diagnosis of the failed `cmake` configure ARGV (run in CWD with ENV, its output LOG), or None when
+    ARGV is no configure or its records name no failing call."""
+    if Path(argv[0]).name != "cmake" or _NOT_CONFIGURE & set(argv[1:]) or "CMake Error" not in log:
+        return None
+    build, source = _folders(argv[1:], cwd)
+    root = ctx.root.resolve()
+    try:
+        build_rel = build.relative_to(root)
+    except ValueError:
+        return None
+    if not safefs.is_dir(root, build_rel / "CMakeFiles"):
+        return None
+    cache = safefs.read_text_or_none(root, build_rel / "CMakeCache.txt", max_bytes=cmake_trace.FILE_MAX_BYTES)
+    source = source or _cache_home(cache)
+    if source is None or not source.is_relative_to(root):
+        return None
+    trace_rel = build_rel / "CMakeFiles" / TRACE_NAME
+    limits = dataclasses.replace(ctx.command_limits, timeout_s=min(ctx.command_limits.timeout_s, RERUN_TIMEOUT_S))
+    try:
+        ctx.sandbox.run([*argv, "--trace-format=json-v1", f"--trace-redirect={root / trace_rel}"], cwd=cwd,
+                        env={**ctx.toolchain.env.as_dict(), **env}, log_path=ctx.next_log("cmake-trace"),
+                        limits=limits, cancel=ctx.cancel)
+        cache = safefs.read_text_or_none(root, build_rel / "CMakeCache.txt", max_bytes=cmake_trace.FILE_MAX_BYTES)
+        return cmake_trace.read((root, str(trace_rel)), log, root=root, source=str(source.relative_to(root)),
+                                cache=cache)
+    finally:
+        try:
+            safefs.remove_tree(root, trace_rel)
+        except OSError:
+            pass
+
+
+def _folders(args: list[str], cwd: Path) -> tuple[Path, Path | None]:
+    """(build folder, source folder or None) of a cmake configure's arguments: -B/-S, or a source folder given
+    alone (`cmake ../src` in the build folder)."""
+    build = source = None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-B", "-S") and i + 1 < len(args):
+            build, source = (args[i + 1], source) if a == "-B" else (build, args[i + 1])
+            i += 1
+        elif a.startswith(("-B", "-S")) and len(a) > 2:
+            build, source = (a[2:], source) if a[1] == "B" else (build, a[2:])
+        elif a in ("-G", "-T", "-A", "-C", "--preset") and i + 1 < len(args):
+            i += 1
+        elif not a.startswith("-") and source is None and os.path.isfile(cwd / a / "CMakeLists.txt"):
+            source = a
+        i += 1
+    return (cwd / (build or ".")).resolve(), (cwd / source).resolve() if source else None
+
+
+def _cache_home(cache: str | None) -> Path | None:
+    """The source folder the cache names (CMAKE_HOME_DIRECTORY)."""
+    for line in (cache or "").splitlines():
+        if line.startswith("CMAKE_HOME_DIRECTORY:"):
+            return Path(line.split("=", 1)[1])
+    return None

@@ -1,0 +1,52 @@
+"""run_command on a failed CMake configure: the result carries the diagnosis read from CMake's trace of the same
+configure run again in the sandbox, for a model as text and for the planner as data."""
+
+from __future__ import annotations
+
+import shutil
+
+from tests.diagnosis.test_cmake_trace import GADGET, TLS_FILE
+
+
+def _project(ctx, files):
+    shutil.rmtree(ctx.root / "src")
+    for rel, text in files.items():
+        (ctx.root / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ctx.root / "src" / rel).write_text(text)
+
+
+def test_a_failed_configure_says_what_failed_where_and_which_switch_governs_it(ctx, call):
+    _project(ctx, {"CMakeLists.txt": GADGET, "cmake/tls.cmake": TLS_FILE})
+    r = call("run_command", {"command": "cmake -S src -B build"})
+    assert not r.ok
+    d = r.data["diagnosis"]
+    assert d["where"] == "src/cmake/tls.cmake:5" and d["missing"] == ["gadget-nonexistent-tls"]
+    assert [s["arg"] for s in d["switches"]] == ["-DGADGET_SECURE_TRANSPORT=OFF"]
+    text = r.render()
+    assert "governed by GADGET_SECURE_TRANSPORT" in text and "-DGADGET_SECURE_TRANSPORT=OFF" in text
+    assert "build_dependency(name='gadget-nonexistent-tls')" in r.hint
+    # the rerun is no build step: one command recorded, and its trace is not left in the build folder
+    assert [c.argv for c in ctx.commands] == [["cmake", "-S", "src", "-B", "build"]]
+    assert not (ctx.root / "build" / "CMakeFiles" / "crossbuild-configure-trace.json").exists()
+
+
+def test_a_configure_that_fails_without_a_located_error_or_succeeds_has_no_diagnosis(ctx, call):
+    _project(ctx, {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(ok NONE)\n"})
+    assert "diagnosis" not in call("run_command", {"command": "cmake -S src -B build"}).data
+    assert "diagnosis" not in call("run_command", {"command": "cmake --build build --target nosuch"}).data
+
+
+def test_a_project_that_plants_a_link_in_the_traces_place_writes_nothing_outside(ctx, call, tmp_path):
+    """The first configure makes the trace's file a link to a host file; the rerun must not write through it."""
+    victim = tmp_path / "outside.txt"
+    before = victim.read_text()
+    _project(ctx, {"CMakeLists.txt": f"""cmake_minimum_required(VERSION 3.16)
+project(evil NONE)
+file(CREATE_LINK {victim} ${{CMAKE_BINARY_DIR}}/CMakeFiles/crossbuild-configure-trace.json SYMBOLIC)
+file(CREATE_LINK {victim} ${{CMAKE_BINARY_DIR}}/planted SYMBOLIC)
+message(FATAL_ERROR "stop")
+"""})
+    r = call("run_command", {"command": "cmake -S src -B build"})
+    assert not r.ok
+    assert (ctx.root / "build" / "planted").readlink() == victim  # the link was planted
+    assert victim.read_text() == before
