@@ -3,8 +3,16 @@ configure run again in the sandbox, for a model as text and for the planner as d
 
 from __future__ import annotations
 
+import json
 import shutil
 
+import pytest
+
+from crossbuild import kb
+from crossbuild.env import workspace
+from crossbuild.foundation.targets import parse_target
+from crossbuild.tools import default_toolset
+from crossbuild.tools.context import RunContext
 from tests.diagnosis.test_cmake_trace import GADGET, TLS_FILE
 
 
@@ -50,3 +58,23 @@ message(FATAL_ERROR "stop")
     assert not r.ok
     assert (ctx.root / "build" / "planted").readlink() == victim  # the link was planted
     assert victim.read_text() == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("source", "call", "switch"), [
+    ("debian:libssh", "find_package(ZLIB REQUIRED)", ("WITH_ZLIB", "-DWITH_ZLIB=OFF", "src/DefineOptions.cmake")),
+    ("debian:libxml2", "find_package(LibLZMA REQUIRED)",
+     ("LIBXML2_WITH_LZMA", "-DLIBXML2_WITH_LZMA=OFF", "src/CMakeLists.txt")),
+])
+def test_real_projects_configured_without_their_dependencies_are_diagnosed(tmp_path, source, call, switch):
+    """Debian's sources configured for the target with an empty prefix: the failing find_package, what it looked
+    for, and the project's own switch around it (declared in another file for libssh)."""
+    root = tmp_path / "ws"
+    workspace.prepare(source, root)
+    (root / "build").mkdir()
+    ctx = RunContext.create(root, parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix", kb=kb.load())
+    r = default_toolset().dispatch(ctx, "run_command", json.dumps({"command": "cmake -S src -B build"}))
+    d = r.data["diagnosis"]
+    assert d["failed"] == call and d["missing"] == [call.split("(")[1].split()[0]]
+    [found] = [(s["name"], s["arg"], s["declared"].split(":")[0]) for s in d["switches"]]
+    assert found == switch

@@ -49,9 +49,9 @@ def read(trace: tuple[Path, str], log: str, *, root: Path, source: str, cache: s
     for _record, branch in branches:  # `if(NOT TLS_FOUND) message(FATAL_ERROR ...)`: what TLS looked for
         for condition, held in branch.conditions:
             for name, value in cmake_lists.switch_terms(condition.args, held).items():
-                if name.endswith("_FOUND") and not value:
-                    prefix = name.removesuffix("_FOUND")
-                    missing += _looked_for(finds[prefix.upper()]) if prefix.upper() in finds else [prefix]
+                # only a find that ran: a `_FOUND` of a branch for another platform (SECURITY_FOUND) names none
+                if name.endswith("_FOUND") and not value and (found := finds.get(name.removesuffix("_FOUND").upper())):
+                    missing += _looked_for(found)
     return Diagnosis(
         system="cmake", failed=_call(failing), where=f"{_rel(failing, root)}:{failing['line']}",
         message=located[3] if located else "", chain=tuple(shown), missing=tuple(dict.fromkeys(missing)),
