@@ -13,6 +13,7 @@ import pytest
 
 from crossbuild.proof.smoke import NOT_BUILT
 from tests.conftest import EXAMPLE, GOLDEN_MISMATCH, cb, outcome_of
+from tests.diagnosis.test_autotools_log import make_configure
 from tests.diagnosis.test_cmake_trace import TLS_FILE
 
 TARGETS = ["aarch64-linux-musl", "riscv64-linux-musl"]
@@ -1434,3 +1435,29 @@ def test_a_feature_whose_switch_and_message_follow_no_convention_is_found_from_c
     assert "built without gadget-nonexistent-tls: -DGADGET_SECURE_TRANSPORT=OFF" in out["message"]
     calls = _dependency_calls(tmp_path / "runs.db", out["run_id"])
     assert [c["data"]["name"] for c in calls] == ["gadget-nonexistent-tls"] and not calls[0]["ok"]
+
+
+FROBBER_MAKEFILE_IN = """CC = @CC@
+CFLAGS = @CFLAGS@
+prefix = @prefix@
+srcdir = @srcdir@
+all: frobber
+frobber: $(srcdir)/main.c
+\t$(CC) $(CFLAGS) -o $@ $(srcdir)/main.c
+install: frobber
+\tmkdir -p $(DESTDIR)$(prefix)/bin
+\tcp frobber $(DESTDIR)$(prefix)/bin/
+"""
+
+
+@pytest.mark.slow
+def test_an_autoconf_option_whose_error_names_nothing_is_found_from_config_log_and_the_script(tmp_path):
+    """configure stops with a message that names neither the option nor a missing file; config.log gives the
+    script's line, and the if() around it tests $with_frob: the build goes on --without-frob."""
+    project = tmp_path / "frobber"
+    make_configure(project)
+    (project / "Makefile.in").write_text(FROBBER_MAKEFILE_IN)
+    (project / "main.c").write_text("int main(void){return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", out["message"]
+    assert "built without frobnicate-nowhere.h: --without-frob" in out["message"]

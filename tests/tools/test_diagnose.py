@@ -4,6 +4,7 @@ configure run again in the sandbox, for a model as text and for the planner as d
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 
 import pytest
@@ -61,20 +62,48 @@ message(FATAL_ERROR "stop")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("source", "call", "switch"), [
-    ("debian:libssh", "find_package(ZLIB REQUIRED)", ("WITH_ZLIB", "-DWITH_ZLIB=OFF", "src/DefineOptions.cmake")),
-    ("debian:libxml2", "find_package(LibLZMA REQUIRED)",
-     ("LIBXML2_WITH_LZMA", "-DLIBXML2_WITH_LZMA=OFF", "src/CMakeLists.txt")),
+@pytest.mark.parametrize(("source", "failed", "missing", "switches"), [
+    ("debian:libssh", "find_package(ZLIB REQUIRED)", ["ZLIB"],
+     [("WITH_ZLIB", "-DWITH_ZLIB=OFF", "src/DefineOptions.cmake")]),
+    ("debian:libxml2", "find_package(LibLZMA REQUIRED)", ["LibLZMA"],
+     [("LIBXML2_WITH_LZMA", "-DLIBXML2_WITH_LZMA=OFF", "src/CMakeLists.txt")]),
+    # one of several backends is required and none is switched off: those it tried, in its order
+    ("debian:libssh2", "message(FATAL_ERROR No suitable cryptography backend found.)",
+     ["OpenSSL", "Libgcrypt", "mbedTLS"], []),
 ])
-def test_real_projects_configured_without_their_dependencies_are_diagnosed(tmp_path, source, call, switch):
-    """Debian's sources configured for the target with an empty prefix: the failing find_package, what it looked
-    for, and the project's own switch around it (declared in another file for libssh)."""
+def test_real_projects_configured_without_their_dependencies_are_diagnosed(tmp_path, source, failed, missing,
+                                                                           switches):
+    """Debian's sources configured for the target with an empty prefix: the failing call, what it looked for, and
+    the project's own switch around it (declared in another file for libssh)."""
     root = tmp_path / "ws"
     workspace.prepare(source, root)
     (root / "build").mkdir()
     ctx = RunContext.create(root, parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix", kb=kb.load())
     r = default_toolset().dispatch(ctx, "run_command", json.dumps({"command": "cmake -S src -B build"}))
     d = r.data["diagnosis"]
-    assert d["failed"] == call and d["missing"] == [call.split("(")[1].split()[0]]
-    [found] = [(s["name"], s["arg"], s["declared"].split(":")[0]) for s in d["switches"]]
-    assert found == switch
+    assert (d["failed"], d["missing"]) == (failed, missing)
+    assert [(s["name"], s["arg"], s["declared"].split(":")[0]) for s in d["switches"]] == switches
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("source", "message", "switch"), [
+    # the option's own action sets another variable (OPT_SSL=$withval), which the condition tests
+    ("debian:curl", "select TLS backend(s) or disable TLS with --without-ssl.", ("--with-ssl", "--without-ssl")),
+    # an option whose value chooses: a value its case accepts without stopping
+    ("debian:avahi", "Linux distribution autodetection failed", ("--with-distro", "--with-distro=none")),
+])
+def test_real_autoconf_configures_are_diagnosed_from_config_log(tmp_path, source, message, switch):
+    """Debian's sources configured with their autoconf script for the target, the standard recipe's steps up to
+    the failed configure; the option is read from the script's blocks around config.log's error line."""
+    root = tmp_path / "ws"
+    workspace.prepare(source, root)
+    ctx = RunContext.create(root, parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix", kb=kb.load())
+    tools = default_toolset()
+    recipe = tools.dispatch(ctx, "build_status", json.dumps({"system": "autotools"})).data["recipe"]
+    for step in recipe[:[s["phase"] for s in recipe].index("configure") + 1]:
+        r = tools.dispatch(ctx, "run_command", json.dumps({"command": shlex.join(step["argv"]), "cwd": step["cwd"],
+                                                           "env": step.get("env") or {}}))
+    assert not r.ok and r.data["diagnosis"]["record"] == "config.log"
+    d = r.data["diagnosis"]
+    assert d["message"].startswith(message)
+    assert [(s["name"], s["arg"]) for s in d["switches"]] == [switch]

@@ -52,12 +52,16 @@ def read(trace: tuple[Path, str], log: str, *, root: Path, source: str, cache: s
                 # only a find that ran: a `_FOUND` of a branch for another platform (SECURITY_FOUND) names none
                 if name.endswith("_FOUND") and not value and (found := finds.get(name.removesuffix("_FOUND").upper())):
                     missing += _looked_for(found)
+    # the cache's failed lookups, without CMake's own tools it did not need (CMAKE_DLLTOOL)
+    not_found = [n for n, (_t, v) in cache_entries.items() if v.endswith("-NOTFOUND") and not n.startswith("CMAKE_")]
+    if not missing:  # `if(NOT BACKEND) message(FATAL_ERROR ...)` after trying several: those the cache says failed
+        missing = [name for r in finds.values() if r["cmd"] == "find_package"
+                   for name in _looked_for(r) if any(n.upper().startswith(name.upper() + "_") for n in not_found)]
     return Diagnosis(
         system="cmake", failed=_call(failing), where=f"{_rel(failing, root)}:{failing['line']}",
         message=located[3] if located else "", chain=tuple(shown), missing=tuple(dict.fromkeys(missing)),
-        not_found=tuple(n for n, (_t, v) in cache_entries.items() if v.endswith("-NOTFOUND")
-                        and not n.startswith("CMAKE_")),  # CMake's own tools it did not need (CMAKE_DLLTOOL)
-        switches=tuple(_switches(branches, options, cache_entries, root)))
+        not_found=tuple(not_found),
+        switches=tuple(_switches(branches, options, cache_entries, root)), record="CMake's trace")
 
 
 def _error_location(log: str) -> tuple[str, int, str, str] | None:

@@ -27,6 +27,7 @@ class Diagnosis:
     missing: tuple[str, ...] = ()  # what it looked for and did not find, as build_dependency takes names
     not_found: tuple[str, ...] = ()  # the cache's *-NOTFOUND entries
     switches: tuple[Switch, ...] = field(default_factory=tuple)
+    record: str = ""  # what it was read from: "CMake's trace", "config.log"
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON has it (lists), the same in a live result as in one read back from the trace."""
@@ -34,13 +35,14 @@ class Diagnosis:
 
     def summary(self) -> str:
         """Lines for a tool result: what failed where, what is missing, which switch would build without it."""
-        lines = [f"diagnosis (from {self.system}'s own record): {self.failed} failed at {self.where}"
+        lines = [f"diagnosis (from {self.record or self.system}): {self.failed} failed at {self.where}"
                  + (f", called from {' <- '.join(reversed(self.chain))}" if self.chain else "")]
         if self.missing:
             lines.append(f"  looked for and not found: {', '.join(self.missing)} (build_dependency may build it)")
         for s in self.switches:
-            lines.append(f"  governed by {s.name} (now {s.value}{', declared at ' + s.declared if s.declared else ''})"
-                         f": {s.arg} takes this branch away ({s.why})")
+            facts = [f"now {s.value}"] * bool(s.value) + [f"declared at {s.declared}"] * bool(s.declared)
+            lines.append(f"  governed by {s.name}{' (' + ', '.join(facts) + ')' if facts else ''}: {s.arg} takes "
+                         f"this branch away ({s.why})")
         if not self.switches:
             lines.append("  no project switch governs this call")
         return "\n".join(lines)

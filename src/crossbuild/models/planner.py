@@ -457,19 +457,20 @@ class Planner:
         that was tried, take the failing branch away by its innermost switch not yet tried, one per round, one
         that turns the tests off last. True when the build goes again."""
         s = self.state
-        if not diagnosis:
+        kind = ARG_KIND.get(s.system or "")
+        if not diagnosis or not kind:
             return False
         tried = self._tried_dependencies()
         switches = [w for w in diagnosis.get("switches") or [] if not _HOW_BUILT.search(w["name"])
-                    and json.dumps({"kind": "cmake_args", "args": [w["arg"]]}, sort_keys=True) not in s.applied]
+                    and json.dumps({"kind": kind, "args": [w["arg"]]}, sort_keys=True) not in s.applied]
         wanted = [m for m in diagnosis.get("missing") or [] if m.lower() not in tried]
         if wanted and "build_dependency" in self.tools:
             action = {"kind": "dependency", "name": wanted[0]}
-            s.notes.append(f"{diagnosis['failed']} at {diagnosis['where']} looked for {wanted[0]} (CMake's trace)")
+            s.notes.append(f"{diagnosis['failed'][:120]} at {diagnosis['where']} looked for {wanted[0]}")
         elif switches:
             chosen = _innermost(switches)
-            action = {"kind": "cmake_args", "args": [chosen["arg"]]}
-            s.notes.append(f"{diagnosis['failed']} at {diagnosis['where']} is governed by {chosen['name']} "
+            action = {"kind": kind, "args": [chosen["arg"]]}
+            s.notes.append(f"{diagnosis['failed'][:120]} at {diagnosis['where']} is governed by {chosen['name']} "
                            f"({chosen['why']}): {chosen['arg']}")
         else:
             return False
@@ -627,11 +628,12 @@ class Planner:
             s.blocked_reason = (f"the dependency {name} cannot be cross-built, and --keep-features forbids building "
                                 "without the feature that needs it")
             return
-        if governing := [w for w in s.governing.pop(name.lower(), []) if w["arg"] not in s.extra["cmake_args"]]:
-            # the switch around the call that looked for it, read from CMake's trace: no name guessing
+        kind = ARG_KIND.get(s.system or "", "cmake_args")
+        if governing := [w for w in s.governing.pop(name.lower(), []) if w["arg"] not in s.extra[kind]]:
+            # the switch around the call that looked for it, read from the build system's record: no name guessing
             chosen = _innermost(governing)
-            s.extra["cmake_args"].append(chosen["arg"])
-            s.applied.add(json.dumps({"kind": "cmake_args", "args": [chosen["arg"]]}, sort_keys=True))
+            s.extra[kind].append(chosen["arg"])
+            s.applied.add(json.dumps({"kind": kind, "args": [chosen["arg"]]}, sort_keys=True))
             s.notes.append(f"built without {name}: {chosen['arg']} ({chosen['why']})")
             if turns_tests_off(chosen["arg"]):
                 s.notes.append(f"tests not built: diagnosis: {chosen['arg']}")

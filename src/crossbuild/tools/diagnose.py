@@ -1,7 +1,8 @@
-"""A failed configure diagnosed from the build system's own records (issue 36): CMake's configure is run again, as
-it was, with its JSON trace on, and crossbuild.diagnosis reads the trace, the project's files and the cache. The
+"""A failed configure diagnosed from the build system's own records (issue 36). CMake's configure is run again, as
+it was, with its JSON trace on, and crossbuild.diagnosis reads the trace, the project's files and the cache (the
 rerun is the same command in the same sandbox and environment; its output goes to a log of its own, and it is not
-recorded as a build step (a clean rebuild never replays it)."""
+recorded as a build step, so a clean rebuild never replays it). An autoconf configure left config.log and its
+script: they are read as they are."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from crossbuild.diagnosis import cmake_trace
+from crossbuild.diagnosis import autotools_log, cmake_trace
 from crossbuild.diagnosis.model import Diagnosis
 from crossbuild.foundation import safefs
 from crossbuild.tools.context import RunContext
@@ -21,11 +22,25 @@ _NOT_CONFIGURE = {"--build", "--install", "-E", "-P", "--version", "--help", "-N
                   "--list-presets"}
 
 
-def cmake_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str) -> Diagnosis | None:
-    """The diagnosis of the failed `cmake` configure ARGV (run in CWD with ENV, its output LOG), or None when
-    ARGV is no configure or its records name no failing call."""
-    if Path(argv[0]).name != "cmake" or _NOT_CONFIGURE & set(argv[1:]) or "CMake Error" not in log:
+def failed_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str) -> Diagnosis | None:
+    """The diagnosis of the failed command ARGV (run in CWD with ENV, its output LOG) when it is a configure whose
+    records name what failed, else None."""
+    if Path(argv[0]).name == "configure":
+        return _autotools(ctx, argv[0], cwd)
+    if Path(argv[0]).name == "cmake" and not _NOT_CONFIGURE & set(argv[1:]) and "CMake Error" in log:
+        return _cmake(ctx, argv, cwd, env, log)
+    return None
+
+
+def _autotools(ctx: RunContext, script: str, cwd: Path) -> Diagnosis | None:
+    root = ctx.root.resolve()
+    script_path, log_path = (cwd / script).resolve(), cwd.resolve() / "config.log"
+    if not (script_path.is_relative_to(root) and log_path.is_relative_to(root)):
         return None
+    return autotools_log.read(root, str(log_path.relative_to(root)), str(script_path.relative_to(root)))
+
+
+def _cmake(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str) -> Diagnosis | None:
     build, source = _folders(argv[1:], cwd)
     root = ctx.root.resolve()
     try:

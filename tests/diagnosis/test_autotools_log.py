@@ -1,0 +1,74 @@
+"""Failed autoconf configures read from config.log and the script: a real script made by autoconf, run for real."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from crossbuild.diagnosis import autotools_log
+from crossbuild.diagnosis.shell_blocks import enclosing_conditions, option_variables
+
+# the wording names neither the option nor "not found": only the script's blocks tie it to --with-frob
+CONFIGURE_AC = """AC_INIT([frobber], [1.0])
+AC_PROG_CC
+AC_ARG_WITH([frob], [AS_HELP_STRING([--without-frob], [build without the frob backend])], [], [with_frob=yes])
+AC_ARG_ENABLE([docs], [AS_HELP_STRING([--enable-docs], [build the manual])])
+if test "x$enable_docs" = xyes; then
+  AC_MSG_NOTICE([docs])
+fi
+AS_IF([test "x$with_frob" != xno], [
+  AC_CHECK_HEADER([frobnicate-nowhere.h], [],
+                  [AC_MSG_ERROR([the frob backend is unusable on this system; if unsure read INSTALL])])
+])
+AC_CONFIG_FILES([Makefile])
+AC_OUTPUT
+"""
+
+
+def make_configure(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "configure.ac").write_text(CONFIGURE_AC)
+    subprocess.run(["autoconf"], cwd=folder, check=True, capture_output=True, timeout=120)
+
+
+def test_the_error_its_check_and_the_option_around_it(tmp_path):
+    make_configure(tmp_path / "src")
+    (tmp_path / "build").mkdir()
+    r = subprocess.run(["../src/configure"], cwd=tmp_path / "build", capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    d = autotools_log.read(tmp_path, "build/config.log", "src/configure")
+    assert d is not None and d.record == "config.log"
+    assert d.message == "the frob backend is unusable on this system; if unsure read INSTALL"
+    assert d.where.startswith("src/configure:") and "as_fn_error" in d.failed
+    assert d.missing == ("frobnicate-nowhere.h",)
+    assert [(s.name, s.arg) for s in d.switches] == [("--with-frob", "--without-frob")]  # not --enable-docs
+    assert "with_frob" in d.switches[0].why
+
+
+def test_without_an_error_in_config_log_there_is_no_diagnosis(tmp_path):
+    (tmp_path / "config.log").write_text("configure:10: checking for gcc\nconfigure:11: result: gcc\n")
+    assert autotools_log.read(tmp_path, "config.log", "configure") is None
+
+
+def test_blocks_skip_here_documents_and_quoted_words_and_keep_case_subjects():
+    script = """\
+cat <<_ACEOF
+  if you want fi and case here
+_ACEOF
+if test "x$with_ssl" != xno; then
+  echo "if this fi then"
+  case $enable_gnutls in #(
+  yes) :
+    if test "$have_x" = yes; then :; fi
+    as_fn_error $? "no TLS"
+    ;;
+  esac
+elif test "$with_ssl" = auto
+then
+  :
+fi
+"""
+    at_error = [c for c in enclosing_conditions(script, 9)]
+    assert [(c.line, c.held) for c in at_error] == [(4, True), (6, True)]
+    assert [v for c in at_error for v in option_variables(c.text)] == [("with", "ssl"), ("enable", "gnutls")]
+    assert [(c.line, c.held) for c in enclosing_conditions(script, 13)] == [(4, False), (12, True)]
