@@ -359,3 +359,19 @@ def test_a_dependency_that_cannot_be_built_takes_the_diagnosed_switch_whoever_as
                              data={"name": "libfrob"}))
     assert planner.state.extra["cmake_args"] == ["-DGADGET_X=OFF"] and not planner.state.pending_disable
     assert "built without libfrob: -DGADGET_X=OFF (`if(GADGET_X)`)" in planner.state.notes
+
+
+def test_with_no_fix_left_the_sources_other_build_system_is_tried_debians_choice_first():
+    planner = Planner()
+    status = {"build_system": "cmake", "other_build_systems": ["meson", "configure", "autotools"],
+              "debian_rules": {"system": "meson"}, "recipe": [
+                  {"argv": ["cmake", "-S", "src", "-B", "build"], "cwd": ".", "phase": "configure", "env": {}}]}
+    planner._observe(Message("tool", "status", name="build_status", data=status))
+    for expected in ("meson", "configure", "autotools"):
+        planner.state.phase = "steps"
+        _configure_failed(planner, None)
+        assert _called(planner._decide()) == ("build_status", {"system": expected})
+        planner.state.pending_switch = None
+    planner.state.phase = "steps"
+    _configure_failed(planner, None)
+    assert planner.state.phase == "blocked"  # every system was tried

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -1461,3 +1462,23 @@ def test_an_autoconf_option_whose_error_names_nothing_is_found_from_config_log_a
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
     assert out["status"] == "verified", out["message"]
     assert "built without frobnicate-nowhere.h: --without-frob" in out["message"]
+
+
+@pytest.mark.slow
+def test_a_release_whose_cmake_files_are_broken_is_built_with_the_configure_it_also_ships(tmp_path):
+    """The CMake files name a folder the release left out; nothing fixes that, and the source's own autoconf
+    configure works: the planner tries it, from a build folder without CMake's leftovers."""
+    project = tmp_path / "twosys"
+    project.mkdir()
+    (project / "configure.ac").write_text("AC_INIT([twosys], [1.0])\nAC_PROG_CC\nAC_CONFIG_FILES([Makefile])\n"
+                                          "AC_OUTPUT\n")
+    subprocess.run(["autoconf"], cwd=project, check=True, capture_output=True, timeout=120)
+    (project / "Makefile.in").write_text(FROBBER_MAKEFILE_IN)
+    (project / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(twosys C)\n"
+                                            "add_subdirectory(generator)\nadd_executable(frobber main.c)\n")
+    (project / "main.c").write_text("int main(void){return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", out["message"]
+    assert "built with the source's autotools instead" in out["message"]
+    commands = _commands(tmp_path / "runs.db", out["run_id"])
+    assert commands.index("rm -rf build") < next(i for i, c in enumerate(commands) if "configure" in c)

@@ -54,6 +54,8 @@ class PlannerState:
     in_tree: bool = False  # an autotools build moved into the source folder (_build_in_tree)
     config_scripts: list[str] = field(default_factory=list)  # the project's config.sub/config.guess copies
     other_systems: list[str] = field(default_factory=list)  # the other build systems the source also has
+    debian_system: str = ""  # the build system debian/rules uses, when the source has debian/
+    switched_from: str = ""  # the output folder of a build system given up for another (removed first)
     conditional_rules: dict[str, str] = field(default_factory=dict)  # Makefile target -> `VAR=1` that enables it
     debian_files: dict[str, str] = field(default_factory=dict)  # what debian/rules writes (workspace path -> text)
     workspace: str = ""  # the workspace's absolute path (make runs sub-makes in other folders)
@@ -256,6 +258,7 @@ class Planner:
         s.source_dir = data.get("source_dir", "src")
         s.config_scripts = data.get("config_scripts") or []
         s.other_systems = data.get("other_build_systems") or []
+        s.debian_system = (data.get("debian_rules") or {}).get("system") or ""
         s.conditional_rules = data.get("make_conditional_rules") or {}
         s.debian_files = dict(data.get("debian_files") or {})
         s.workspace = data.get("workspace") or ""
@@ -313,6 +316,11 @@ class Planner:
             s.blocked_reason = f"could not switch build system: {result.text.splitlines()[0][:200]}"
             return
         s.system, s.recipe, s.step = data["build_system"], data["recipe"], 0
+        if s.switched_from and s.switched_from != data.get("source_dir", s.source_dir):
+            # the given-up system's configured folder would confuse the next one (CMake's cache in build/)
+            s.recipe = [{"argv": ["rm", "-rf", s.switched_from], "cwd": ".", "phase": "prepare", "env": {}},
+                        *s.recipe]
+        s.switched_from = ""
         s.output_dir = data.get("output_dir", "build")
         s.source_dir = data.get("source_dir", s.source_dir)
         s.phase = "steps"
@@ -442,6 +450,8 @@ class Planner:
             return
         if not data.get("kb") and self._serially(step, first):  # a failure nothing explains may be a race
             return
+        if self._another_system(step, first):
+            return
         s.phase = "blocked"
         if s.attempts >= self.max_attempts and data.get("kb"):
             s.blocked_reason = f"still failing after {self.max_attempts} rounds of fixes"
@@ -484,6 +494,26 @@ class Planner:
             if action.get("kind") == "dependency":
                 found.add(str(action.get("name", "")).lower())
         return found
+
+    def _another_system(self, step: dict[str, Any], first: str) -> bool:
+        """The source also ships another build system, and the one picked failed to configure or build with no fix
+        left (a release whose CMake files are broken while its configure works): try the next, Debian's own choice
+        first, then the project's own configure or Makefile before a generator. True when it will."""
+        s = self.state
+        if step["phase"] not in ("prepare", "configure", "build") or s.attempts >= self.max_attempts:
+            return False
+        order = [s.debian_system] * (s.debian_system in s.other_systems) + [
+            o for o in ("configure", "autotools", "make", "meson", "cmake") if o in s.other_systems]
+        if not order:
+            return False
+        to = order[0]
+        s.other_systems = [o for o in s.other_systems if o != to]
+        s.attempts += 1
+        s.pending_switch, s.switched_from = to, s.output_dir
+        s.notes.append(f"{s.system} failed at `{shlex.join(step['argv'][:3])}` with no fix left ({first[:120]}): "
+                       f"built with the source's {to} instead" + (" (Debian's choice)" if to == s.debian_system
+                                                                   else ""))
+        return True
 
     def _serially(self, step: dict[str, Any], first: str) -> bool:
         """A parallel make build that failed with no fix left and nothing in the knowledge base explaining it: once,
