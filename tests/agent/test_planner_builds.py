@@ -27,6 +27,14 @@ def _build(tmp_path, source, target, *extra):
     return r, out
 
 
+def _project(folder: Path, files: dict[str, str]) -> Path:
+    """A small project in FOLDER made of FILES (relative path -> text), with a main.c that does nothing."""
+    for rel, text in {"main.c": "int main(void){return 0;}\n", **files}.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    return folder
+
+
 def _commands(db, run_id):
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT raw_arguments FROM tool_calls WHERE run_id=? AND name='run_command' ORDER BY id",
@@ -1426,11 +1434,7 @@ install(TARGETS gadget)
 def test_a_feature_whose_switch_and_message_follow_no_convention_is_found_from_cmakes_trace(tmp_path):
     """No knowledge-base entry knows the message, and the switch is named after neither the module nor the word
     TLS the way the name patterns expect: the switch is read from the if() around the failing call."""
-    project = tmp_path / "gadget"
-    (project / "cmake").mkdir(parents=True)
-    (project / "CMakeLists.txt").write_text(GADGET_PROJECT)
-    (project / "cmake" / "tls.cmake").write_text(TLS_FILE)
-    (project / "main.c").write_text("int main(void){return 0;}\n")
+    project = _project(tmp_path / "gadget", {"CMakeLists.txt": GADGET_PROJECT, "cmake/tls.cmake": TLS_FILE})
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
     assert out["status"] == "verified", out["message"]
     assert "built without gadget-nonexistent-tls: -DGADGET_SECURE_TRANSPORT=OFF" in out["message"]
@@ -1455,10 +1459,8 @@ install: frobber
 def test_an_autoconf_option_whose_error_names_nothing_is_found_from_config_log_and_the_script(tmp_path):
     """configure stops with a message that names neither the option nor a missing file; config.log gives the
     script's line, and the if() around it tests $with_frob: the build goes on --without-frob."""
-    project = tmp_path / "frobber"
+    project = _project(tmp_path / "frobber", {"Makefile.in": FROBBER_MAKEFILE_IN})
     make_configure(project)
-    (project / "Makefile.in").write_text(FROBBER_MAKEFILE_IN)
-    (project / "main.c").write_text("int main(void){return 0;}\n")
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
     assert out["status"] == "verified", out["message"]
     assert "built without frobnicate-nowhere.h: --without-frob" in out["message"]
@@ -1468,17 +1470,27 @@ def test_an_autoconf_option_whose_error_names_nothing_is_found_from_config_log_a
 def test_a_release_whose_cmake_files_are_broken_is_built_with_the_configure_it_also_ships(tmp_path):
     """The CMake files name a folder the release left out; nothing fixes that, and the source's own autoconf
     configure works: the planner tries it, from a build folder without CMake's leftovers."""
-    project = tmp_path / "twosys"
-    project.mkdir()
-    (project / "configure.ac").write_text("AC_INIT([twosys], [1.0])\nAC_PROG_CC\nAC_CONFIG_FILES([Makefile])\n"
-                                          "AC_OUTPUT\n")
+    project = _project(tmp_path / "twosys", {
+        "configure.ac": "AC_INIT([twosys], [1.0])\nAC_PROG_CC\nAC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
+        "Makefile.in": FROBBER_MAKEFILE_IN,
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(twosys C)\nadd_subdirectory(generator)\n"
+                          "add_executable(frobber main.c)\n"})
     subprocess.run(["autoconf"], cwd=project, check=True, capture_output=True, timeout=120)
-    (project / "Makefile.in").write_text(FROBBER_MAKEFILE_IN)
-    (project / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(twosys C)\n"
-                                            "add_subdirectory(generator)\nadd_executable(frobber main.c)\n")
-    (project / "main.c").write_text("int main(void){return 0;}\n")
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
     assert out["status"] == "verified", out["message"]
     assert "built with the source's autotools instead" in out["message"]
     commands = _commands(tmp_path / "runs.db", out["run_id"])
     assert commands.index("rm -rf build") < next(i for i, c in enumerate(commands) if "configure" in c)
+
+
+@pytest.mark.slow
+def test_a_meson_feature_option_that_requires_a_missing_dependency_is_turned_off(tmp_path):
+    """Meson's error names the dependency; the option is found from the statement (`required: get_option()`) and
+    the options file, not from its name."""
+    project = _project(tmp_path / "gizmo", {
+        "meson_options.txt": "option('secure', type : 'feature', value : 'enabled')\n",
+        "meson.build": "project('gizmo', 'c')\ntls = dependency('gizmo-tls-nowhere', required : get_option('secure'))"
+                       "\nexecutable('gizmo', 'main.c', install : true)\n"})
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", out["message"]
+    assert "built without gizmo-tls-nowhere: -Dsecure=disabled" in out["message"]

@@ -95,15 +95,31 @@ def test_real_projects_configured_without_their_dependencies_are_diagnosed(tmp_p
 def test_real_autoconf_configures_are_diagnosed_from_config_log(tmp_path, source, message, switch):
     """Debian's sources configured with their autoconf script for the target, the standard recipe's steps up to
     the failed configure; the option is read from the script's blocks around config.log's error line."""
+    d = _configured(tmp_path, source, "autotools")
+    assert d["record"] == "config.log"
+    assert d["message"].startswith(message)
+    assert [(s["name"], s["arg"]) for s in d["switches"]] == [switch]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("source", "failed", "missing"), [
+    ("debian:libnice", "gio_dep = dependency('gio-2.0',", "gio-2.0"),  # its fallback subproject needs the internet
+    ("debian:jose", "zlib = dependency('zlib')", "zlib"),
+])
+def test_real_meson_setups_are_diagnosed_from_the_error_location(tmp_path, source, failed, missing):
+    d = _configured(tmp_path, source, "meson")
+    assert d["failed"].startswith(failed) and d["missing"] == [missing] and d["switches"] == []
+
+
+def _configured(tmp_path, source, system):
+    """The diagnosis of SOURCE's SYSTEM recipe run for the target up to its failed configure."""
     root = tmp_path / "ws"
     workspace.prepare(source, root)
     ctx = RunContext.create(root, parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix", kb=kb.load())
     tools = default_toolset()
-    recipe = tools.dispatch(ctx, "build_status", json.dumps({"system": "autotools"})).data["recipe"]
+    recipe = tools.dispatch(ctx, "build_status", json.dumps({"system": system})).data["recipe"]
     for step in recipe[:[s["phase"] for s in recipe].index("configure") + 1]:
         r = tools.dispatch(ctx, "run_command", json.dumps({"command": shlex.join(step["argv"]), "cwd": step["cwd"],
                                                            "env": step.get("env") or {}}))
-    assert not r.ok and r.data["diagnosis"]["record"] == "config.log"
-    d = r.data["diagnosis"]
-    assert d["message"].startswith(message)
-    assert [(s["name"], s["arg"]) for s in d["switches"]] == [switch]
+    assert not r.ok
+    return r.data["diagnosis"]

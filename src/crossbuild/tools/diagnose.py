@@ -10,7 +10,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from crossbuild.diagnosis import autotools_log, cmake_trace
+from crossbuild.diagnosis import autotools_log, cmake_trace, meson_log
 from crossbuild.diagnosis.model import Diagnosis
 from crossbuild.foundation import safefs
 from crossbuild.tools.context import RunContext
@@ -29,7 +29,19 @@ def failed_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str,
         return _autotools(ctx, argv[0], cwd)
     if Path(argv[0]).name == "cmake" and not _NOT_CONFIGURE & set(argv[1:]) and "CMake Error" in log:
         return _cmake(ctx, argv, cwd, env, log)
+    if Path(argv[0]).name == "meson" and "setup" in argv[1:2] and "ERROR:" in log:
+        return _meson(ctx, argv[2:], cwd, log)
     return None
+
+
+def _meson(ctx: RunContext, args: list[str], cwd: Path, log: str) -> Diagnosis | None:
+    """`meson setup BUILD [SOURCE]`: the source folder is the second folder named, else CWD."""
+    root = ctx.root.resolve()
+    folders = [a for a in args if not a.startswith("-")]
+    source = (cwd / folders[1]).resolve() if len(folders) > 1 else cwd.resolve()
+    if not (source.is_relative_to(root) and cwd.resolve().is_relative_to(root)):
+        return None
+    return meson_log.read(root, log, cwd=str(cwd.resolve().relative_to(root)), source=str(source.relative_to(root)))
 
 
 def _autotools(ctx: RunContext, script: str, cwd: Path) -> Diagnosis | None:
