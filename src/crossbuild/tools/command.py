@@ -243,7 +243,11 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     if Path(auth.argv[0]).name in INSPECTION_TOOLS:  # a failed grep or ls is an answer, not a build failure
         return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
     if error_type == ErrorType.COMMAND_FAILED:
-        if diagnosis := diagnose.failed_configure(ctx, auth.argv, auth.cwd, auth.env, "\n".join(whole)):
+        try:
+            diagnosis = diagnose.failed_configure(ctx, auth.argv, auth.cwd, auth.env, "\n".join(whole))
+        except diagnose.DiagnosisFailed as e:  # the command's own result stands
+            diagnosis, message = None, f"{message}\n(its records could not be read: {e})"
+        if diagnosis:
             data["diagnosis"] = diagnosis.to_dict()
             message += "\n" + diagnosis.summary()
             hint = _diagnosis_hint(diagnosis) or hint

@@ -24,7 +24,19 @@ _NOT_CONFIGURE = {"--build", "--install", "-E", "-P", "--version", "--help", "-N
 
 def failed_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str) -> Diagnosis | None:
     """The diagnosis of the failed command ARGV (run in CWD with ENV, its output LOG) when it is a configure whose
-    records name what failed, else None."""
+    records name what failed, else None. The records are the build's to write: a reader that trips on them
+    raises DiagnosisFailed, which the caller shows beside the command's own result."""
+    try:
+        return _diagnose(ctx, argv, cwd, env, log)
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
+        raise DiagnosisFailed(f"{type(e).__name__}: {e}"[:300]) from e
+
+
+class DiagnosisFailed(Exception):
+    pass
+
+
+def _diagnose(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str) -> Diagnosis | None:
     if Path(argv[0]).name == "configure":
         return _autotools(ctx, argv[0], cwd)
     if Path(argv[0]).name == "cmake" and not _NOT_CONFIGURE & set(argv[1:]) and "CMake Error" in log:
