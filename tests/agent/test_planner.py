@@ -375,3 +375,21 @@ def test_with_no_fix_left_the_sources_other_build_system_is_tried_debians_choice
     planner.state.phase = "steps"
     _configure_failed(planner, None)
     assert planner.state.phase == "blocked"  # every system was tried
+
+
+def test_the_finish_message_says_what_each_family_of_remedies_showed():
+    planner = Planner()
+    planner.tools = {"build_dependency": None}
+    planner.state.system, planner.state.phase = "cmake", "steps"
+    planner.state.recipe = [{"argv": ["cmake", "-S", "src", "-B", "build"], "cwd": ".", "phase": "configure",
+                             "env": {}}]
+    planner.state.applied.add(json.dumps({"kind": "dependency", "name": "Frob"}, sort_keys=True))
+    diagnosis = {"failed": "find_package(Frob REQUIRED)", "where": "src/CMakeLists.txt:3", "missing": ["Frob"],
+                 "switches": [], "record": "CMake's trace"}
+    _configure_failed(planner, diagnosis, [{"id": "cmake-package-not-found", "actions": []}])
+    assert planner.state.phase == "blocked"
+    reason = planner.state.blocked_reason
+    assert "knowledge base: entries cmake-package-not-found" in reason
+    assert ("diagnosis (CMake's trace): find_package(Frob REQUIRED) at src/CMakeLists.txt:3; looked for Frob; "
+            "no switch governs it") in reason
+    assert "other build systems: none left in the source" in reason

@@ -453,13 +453,29 @@ class Planner:
         if self._another_system(step, first):
             return
         s.phase = "blocked"
-        if s.attempts >= self.max_attempts and data.get("kb"):
-            s.blocked_reason = f"still failing after {self.max_attempts} rounds of fixes"
+        if s.attempts >= self.max_attempts:
+            s.blocked_reason = (f"still failing after {self.max_attempts} rounds of fixes (`{shlex.join(step['argv'])}`"
+                                f": {first}). {self._families(data)}")
             return
-        attached = ", ".join(k["id"] for k in data.get("kb") or []) or "none"
-        s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); knowledge-base entries attached: "
-                            f"{attached}; no fix left that the planner can apply."
-                            + (f" Full log: {data['log']}" if data.get("log") else ""))
+        s.blocked_reason = (f"`{shlex.join(step['argv'])}` failed ({first}); no fix left that the planner can apply. "
+                            + self._families(data) + (f" Full log: {data['log']}" if data.get("log") else ""))
+
+    def _families(self, data: dict[str, Any]) -> str:
+        """What each family of remedies showed for the last failure, for the finish message."""
+        s = self.state
+        diagnosis = data.get("diagnosis")
+        attached = ", ".join(k["id"] for k in data.get("kb") or [])
+        shown = [f"knowledge base: {'entries ' + attached if attached else 'no entry matched'}"]
+        if diagnosis:
+            tried = ", ".join(diagnosis.get("missing") or []) or "nothing named"
+            switches = ", ".join(w["arg"] for w in diagnosis.get("switches") or []) or "no switch governs it"
+            shown.append(f"diagnosis ({diagnosis.get('record') or s.system}): {diagnosis['failed'][:100]} at "
+                         f"{diagnosis['where']}; looked for {tried}; {switches}")
+        else:
+            shown.append("diagnosis: the build system's records name no failing call")
+        shown.append("other build systems: " + (f"{', '.join(s.other_systems)} left untried" if s.other_systems
+                                                else "none left in the source"))
+        return "Families: " + "; ".join(shown) + "."
 
     def _diagnosed(self, diagnosis: dict[str, Any] | None) -> bool:
         """A configure failure read from the build system's own records (the failing call, what it looked for,
