@@ -69,6 +69,8 @@ def test_runs_stats_on_a_database_of_runs(ctx, trace):
 
 def test_auto_hands_over_to_the_llm_when_the_planner_is_out_of_ideas(ctx, trace):
     (ctx.root / "src" / "CMakeLists.txt").write_text("this is not cmake(\n")
+    for other in ("meson.build", "configure.ac", "configure", "Makefile"):  # no other build system to try
+        (ctx.root / "src" / other).unlink(missing_ok=True)
     script = [calls(("build_status", {})),
               calls(("finish", {"status": "blocked", "summary": "the LLM could not fix it either"}))]
     with FakeProvider(script) as fake:

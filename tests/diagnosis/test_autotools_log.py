@@ -72,3 +72,25 @@ fi
     assert [(c.line, c.held) for c in at_error] == [(4, True), (6, True)]
     assert [v for c in at_error for v in option_variables(c.text)] == [("with", "ssl"), ("enable", "gnutls")]
     assert [(c.line, c.held) for c in enclosing_conditions(script, 13)] == [(4, False), (12, True)]
+
+
+def test_an_option_the_condition_shows_already_off_is_no_remedy(tmp_path):
+    script = ('# Check whether --with-included-zlib was given.\nif test ${with_included_zlib+y}\nthen :\n'
+              '  withval=$with_included_zlib;\nfi\n'
+              'if test "x$with_included_zlib" = xno; then\n  as_fn_error $? "zlib missing"\nfi\n'
+              'case $with_sysroot in #(\n  /home/user/.ssh) :\n    ;;\n  *) as_fn_error $? "x" ;;\nesac\n')
+    (tmp_path / "configure").write_text(script)
+    for line in (7, 12):
+        (tmp_path / "config.log").write_text(f"configure:{line}: error: in `/w':\nconfigure:{line}: error: stop\n")
+        d = autotools_log.read(tmp_path, "config.log", "configure")
+        assert d is not None and d.message == "stop" and d.switches == ()  # already no; a path is never a value
+
+
+def test_only_the_check_just_before_the_error_names_what_was_missing(tmp_path):
+    (tmp_path / "configure").write_text("#!/bin/sh\n")
+    (tmp_path / "config.log").write_text(
+        "configure:5: checking for sys/nosuchthing.h\nconfigure:6: result: no\n"
+        "configure:7: checking whether mmap works\nconfigure:8: result: yes\n"
+        "configure:9: error: cannot run test program while cross compiling\n")
+    d = autotools_log.read(tmp_path, "config.log", "configure")
+    assert d is not None and d.missing == ()

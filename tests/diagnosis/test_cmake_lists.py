@@ -59,3 +59,16 @@ def test_switch_terms_only_claim_values_that_are_certain():
     # operands of comparisons and tests that are not truth values are not switches
     assert switch_terms(("HAVE_X", "STREQUAL", '"yes"'), True) == {}
     assert switch_terms(("DEFINED", "FOO", "AND", "TARGET", "bar", "AND", "ON"), True) == {}
+
+
+def test_a_parenthesised_group_claims_nothing():
+    assert switch_terms(("NOT", "(", "WITH_BUNDLED_FOO", ")"), True) == {}
+    assert switch_terms(("NOT", "(", "A", "AND", "B", ")"), True) == {}
+
+
+def test_a_long_run_of_letters_is_read_once():
+    """A word is skipped whole when no ( follows: a megabyte of letters is not scanned once per letter."""
+    import time
+    start = time.monotonic()
+    assert commands("a" * 1_000_000 + "\nproject(x)\n")[0].name == "project"
+    assert time.monotonic() - start < 5

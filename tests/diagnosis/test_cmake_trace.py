@@ -89,3 +89,22 @@ def test_a_trace_that_is_a_link_is_not_followed(tmp_path):
     (tmp_path / "build" / "trace.json").symlink_to(secret)
     assert cmake_trace.read((tmp_path, "build/trace.json"), "CMake Error at x:1 (message):\n", root=tmp_path,
                             source="src", cache=None) is None
+
+
+def test_the_error_location_is_matched_exactly_not_by_a_files_suffix(tmp_path):
+    """CMakeLists.txt:6 failed; sub/CMakeLists.txt:6 ran a message() under its own option: that one is not it."""
+    d = _configure(tmp_path, {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(top NONE)\noption(TOP_X \"x\" ON)\n"
+                          "add_subdirectory(sub)\nif(TOP_X)\nmessage(FATAL_ERROR \"top failed\")\nendif()\n",
+        "sub/CMakeLists.txt": "option(SUB_DOCS \"docs\" ON)\nif(SUB_DOCS)\n\n\n\nmessage(STATUS \"docs\")\n"
+                              "endif()\n"})
+    assert d is not None and d.where == "src/CMakeLists.txt:6"
+    assert [s.name for s in d.switches] == ["TOP_X"]
+
+
+def test_the_build_systems_own_settings_are_never_offered(tmp_path):
+    d = _configure(tmp_path, {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(t NONE)\n"
+                                                "option(CMAKE_SKIP_THINGS \"x\" ON)\noption(T_TLS \"x\" ON)\n"
+                                                "if(CMAKE_SKIP_THINGS AND T_TLS)\nmessage(FATAL_ERROR \"no\")\n"
+                                                "endif()\n"})
+    assert d is not None and [s.name for s in d.switches] == ["T_TLS"]

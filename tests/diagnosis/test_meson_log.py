@@ -60,3 +60,16 @@ def test_a_dependency_required_by_a_feature_option(tmp_path):
 def test_an_or_that_held_claims_nothing(tmp_path):
     d = _setup(tmp_path, GIZMO.replace("if get_option('x11') and", "if get_option('x11') or"))
     assert d is not None and d.missing == ("xcb-nowhere",) and d.switches == ()
+
+
+def test_an_apostrophe_in_a_comment_hides_no_endif(tmp_path):
+    d = _setup(tmp_path, "project('c', 'c')\nif get_option('docs')\n  # Build the manual (don't ship it)\n"
+                         "  message('docs')\nendif\n"
+                         "tls = dependency('gizmo-tls-nowhere', required : get_option('tls'))\n")
+    assert d is not None and [(s.name, s.arg) for s in d.switches] == [("tls", "-Dtls=disabled")]
+
+
+def test_a_comparison_with_an_option_claims_nothing(tmp_path):
+    d = _setup(tmp_path, "project('c', 'c')\nif get_option('x11') == false\n"
+                         "  error('x11 is needed; a deliberately odd wording')\nendif\n", "-Dx11=false")
+    assert d is not None and d.switches == ()

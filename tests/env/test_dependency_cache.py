@@ -91,5 +91,9 @@ def test_build_dependency_tool_reuses_the_cache_in_milliseconds(cache, tmp_path)
     assert (ctx.prefix / "include" / "zlib.h").is_file()
     again = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "ZLIB"}))
     assert again.ok and again.data["files"] == 0  # already installed: nothing copied
+    asked = time.monotonic()
     bad = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "libnosuch"}))
+    took = time.monotonic() - asked
+    assert took - 0.05 <= bad.data["seconds"] <= took  # the whole call, also when it fails
     assert bad.error_type == "command_failed" and "no Debian package ships a file that provides" in bad.message
+    assert "finish" not in bad.hint  # the MCP surface has no finish tool: the hint asks for a report

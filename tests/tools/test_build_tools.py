@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from crossbuild.proof import tests_off
@@ -19,7 +21,13 @@ def test_search_knowledge_finds_the_entry_and_stays_quiet_otherwise(call):
 def test_build_status_before_and_after_a_command(ctx, call):
     r = call("build_status")
     assert r.ok and r.data["build_system"] == "cmake" and "not configured yet" in r.message
-    assert "-DCMAKE_TOOLCHAIN_FILE=" in r.message and "--host=aarch64-linux-musl" in r.message
+    # one command line per step, the recipe's own, and what the environment already gives said once
+    configure = next(step for step in r.data["recipe"] if step["phase"] == "configure")
+    assert f"  configure: {shlex.join(configure['argv'])}" in r.message.splitlines()
+    assert "toolchain already in its environment" in r.message and "CMAKE_TOOLCHAIN_FILE" in r.message
+    assert "for autotools instead: ../src/configure --host=aarch64-linux-musl" in r.message
+    # options before the first configure: read from the CMake files, and said to be their defaults
+    assert r.data["options"] == {"BUILD_SHARED_LIBS": "OFF"} and "declared in its CMake files" in r.message
     call("run_command", {"command": "ls src"})
     r = call("build_status")
     assert r.data["commands"] == 1 and "[exit=0] ls src" in r.message
@@ -28,6 +36,9 @@ def test_build_status_before_and_after_a_command(ctx, call):
 def test_verify_rejects_an_empty_build(call):
     r = call("verify", {"path": "build", "run_tests": False})
     assert not r.ok and "NOT VERIFIED" in r.message and "nothing was built" in r.message
+    assert r.error_type == "not_verified"  # a refused verdict, not a command that failed
+    status = call("build_status").message
+    assert "last verdict (build): NOT VERIFIED" in status and "call verify when the build has finished" not in status
 
 
 @pytest.mark.slow

@@ -153,3 +153,12 @@ def test_path_candidates(arg, found):
 def test_split_command_separates_operators():
     assert split_command("make&&ls") == ["make", "&&", "ls"]
     assert split_command("cmake '-DLIST=a;b'") == ["cmake", "-DLIST=a;b"]
+
+
+def test_a_failed_build_whose_log_names_no_error_says_how_to_get_one(ctx, call):
+    (ctx.root / "src" / "Makefile").write_text("all:\n\t@test -f generated.h\n")
+    r = call("run_command", {"command": "make -j2", "cwd": "src"})
+    assert not r.ok and "names no error line" in r.hint and "make -j1 V=1" in r.hint
+    (ctx.root / "src" / "Makefile").write_text("all:\n\t@echo 'x.c:1:2: error: boom'; false\n")
+    r = call("run_command", {"command": "make -j2", "cwd": "src"})
+    assert "errors are usually near the first 'error:'" in r.hint

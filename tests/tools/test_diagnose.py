@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import time
 
 import pytest
 
@@ -123,3 +124,40 @@ def _configured(tmp_path, source, system):
                                                            "env": step.get("env") or {}}))
     assert not r.ok
     return r.data["diagnosis"]
+
+
+def test_a_build_folder_that_is_a_link_loop_costs_the_diagnosis_not_the_result(ctx, call):
+    """The configure replaces its build folder with a link to itself: the command's result still comes back."""
+    _project(ctx, {"CMakeLists.txt": """cmake_minimum_required(VERSION 3.16)
+project(loop NONE)
+execute_process(COMMAND sh -c "cd '${CMAKE_BINARY_DIR}/..' && mv build build.old && ln -s build build")
+message(FATAL_ERROR "x")
+"""})
+    r = call("run_command", {"command": "cmake -S src -B build"})
+    assert not r.ok and r.error_type == "command_failed" and r.data["exit_code"] != 0
+    assert (ctx.root / "build").is_symlink()  # the loop was made
+
+
+def test_a_fifo_in_the_traces_place_does_not_stall_the_rerun(ctx, call):
+    _project(ctx, {"CMakeLists.txt": """cmake_minimum_required(VERSION 3.16)
+project(stall NONE)
+execute_process(COMMAND mkfifo ${CMAKE_BINARY_DIR}/CMakeFiles/crossbuild-configure-trace.json)
+message(FATAL_ERROR "stop here")
+"""})
+    start = time.monotonic()
+    r = call("run_command", {"command": "cmake -S src -B build"})
+    assert not r.ok and r.data["diagnosis"]["message"] == "stop here"
+    assert time.monotonic() - start < 60  # a blocked open would wait for the rerun's whole limit
+
+
+def test_records_made_to_be_slow_to_read_are_read_quickly(ctx, call, tmp_path):
+    """config.log lines and a configure script built for quadratic matching: read in moments, not hours."""
+    (ctx.root / "src" / "configure").write_text("#!/bin/sh\n"
+                                                + "printf 'configure:1: checking x%100000sy\\n' ' ' >> config.log\n"
+                                                + "echo 'configure:9: error: stop' >> config.log\nexit 1\n"
+                                                + "if" + " " * 100000 + "x\n" * 9)
+    (ctx.root / "src" / "configure").chmod(0o755)
+    start = time.monotonic()
+    r = call("run_command", {"command": "./configure", "cwd": "src"})
+    assert not r.ok and r.data["diagnosis"]["message"] == "stop"
+    assert time.monotonic() - start < 20

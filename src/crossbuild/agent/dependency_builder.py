@@ -89,16 +89,18 @@ class DependencyBuilder:
                     cached = True
         else:
             cached = True
+        copy_start = time.monotonic()
         done = deps.Installed() if deps.installed(prefix, entry) else deps.install_report(entry, prefix)
         files = done.copied
         consumer = _consumer(pkg, prefix)
-        seconds = time.monotonic() - start
+        seconds, copy_s = time.monotonic() - start, time.monotonic() - copy_start
         how = "reused from the cache" if cached else f"built in {entry.build_s:.0f}s"
         rejected = [*entry.rejected, *done.rejected]
         left_out = (f"; left out, as its build or the prefix made them unsafe: {'; '.join(rejected[:5])}"
                     + (f" and {len(rejected) - 5} more" if len(rejected) > 5 else "")) if rejected else ""
         return DependencyOutcome(True, name, pkg.source, f"{pkg.source} for {target} is in the prefix {prefix} "
-                                 f"({how}; {files} files copied in {seconds:.2f}s{left_out})", cached=cached,
+                                 f"({how}; {files} files copied into the prefix in {copy_s:.2f}s; {seconds:.1f}s "
+                                 f"in all{left_out})", cached=cached,
                                  seconds=seconds, files=files, consumer=consumer)
 
     def _build(self, ctx: RunContext, pkg: deps.Package, version: str | None, start: float, key: str):

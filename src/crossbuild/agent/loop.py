@@ -339,7 +339,7 @@ class Agent:
         # not verified: the model gets the reasons (in place of "finish requested") and may continue
         self._failed_verify, self._failed_verify_dir = report, out_dir
         result.ok = False
-        result.error_type = ErrorType.COMMAND_FAILED
+        result.error_type = ErrorType.NOT_VERIFIED
         result.data["verify"] = {"ok": False, "reasons": report.reasons[:30]}
         result.message, result.hint = attach_knowledge(
             self.ctx, report.failed_output(), report.summary(out_dir),

@@ -9,14 +9,13 @@ import re
 from pathlib import Path
 
 from crossbuild.diagnosis import shell_blocks
-from crossbuild.diagnosis.model import Diagnosis, Switch
+from crossbuild.diagnosis.model import Diagnosis, Switch, offered
 from crossbuild.foundation import safefs
 
 LOG_MAX_BYTES = 16 << 20
 SCRIPT_MAX_BYTES = 16 << 20
-_ERROR = re.compile(r"^configure:(\d+): error: (.*)$", re.MULTILINE)
-_CHECK = re.compile(r"^configure:\d+: checking (?:for )?(.+?)(?:\.\.\.)?\s*$", re.MULTILINE)
-_RESULT = re.compile(r"^configure:\d+: result: (.*)$", re.MULTILINE)
+LINE_MAX = 4096  # longer lines are never a check, an error or a condition autoconf wrote
+_ERROR = re.compile(r"^configure:(\d+): error: (.*)$")
 _PKG_EXISTS = re.compile(r"\$PKG_CONFIG --exists --print-errors \"([^\"]+)\"")
 # autoconf's block for one option: `# Check whether --with-ssl was given.` ... `fi`
 _GIVEN = re.compile(r"^# Check whether --(with|enable)-([\w.-]+) was given\.\n((?:.*\n){1,12}?)fi\b", re.MULTILINE)
@@ -27,32 +26,40 @@ def read(root: Path, log_rel: str, script_rel: str) -> Diagnosis | None:
     """The diagnosis of the configure whose config.log is ROOT/LOG_REL and script ROOT/SCRIPT_REL; None when
     config.log records no error."""
     log = safefs.read_text_or_none(root, log_rel, max_bytes=LOG_MAX_BYTES) or ""
-    error = _ERROR.search(log)
-    if not error:
+    lines = [line for line in log.splitlines() if len(line) <= LINE_MAX]
+    # the first error's own line: autoconf writes `error: in `/dir':` before the message
+    at, error = next(((i, m) for i, line in enumerate(lines) if (m := _ERROR.match(line))
+                      and not m[2].startswith("in `")), (0, None))
+    if error is None:
         return None
-    lineno = int(error[1])
+    lineno = int(error[1][:9])
     script = safefs.read_text_or_none(root, script_rel, max_bytes=SCRIPT_MAX_BYTES) or ""
     conditions = shell_blocks.enclosing_conditions(script, lineno)
-    lines = script.splitlines()
-    failed = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else f"configure:{lineno}"
+    script_lines = script.splitlines()
+    failed = script_lines[lineno - 1].strip() if 0 < lineno <= len(script_lines) else f"configure:{lineno}"
     return Diagnosis(system="autotools", failed=failed[:200], where=f"{script_rel}:{lineno}", message=error[2][:300],
-                     missing=tuple(_looked_for(log[:error.start()])),
+                     missing=tuple(_looked_for(lines[:at])),
                      switches=tuple(_switches(conditions, script, script_rel)), record="config.log")
 
 
-def _looked_for(before: str) -> list[str]:
-    """What the last failed check before the error looked for: its pkg-config modules, or its header."""
-    checks = list(_CHECK.finditer(before))
-    for check in reversed(checks):
-        body = before[check.end():]
-        result = _RESULT.search(body)
-        if not result or result[1].strip() not in ("no", "not found"):
+def _looked_for(before: list[str]) -> list[str]:
+    """What the check just before the error looked for, when it failed: its pkg-config modules, or its header."""
+    check, body, result = None, [], None
+    for line in before:  # one pass: the last check, what ran for it, its result
+        if not line.startswith("configure:"):
+            body.append(line)
             continue
-        modules = [m for found in _PKG_EXISTS.findall(body[:result.start()]) for m in _modules(found)]
-        if modules:
-            return list(dict.fromkeys(modules))
-        return [check[1]] if _HEADER.match(check[1]) else []
-    return []
+        text = line.split(": ", 1)[-1]
+        if text.startswith("checking "):
+            check, body, result = text.removeprefix("checking ").removeprefix("for ").rstrip(". "), [], None
+        elif text.startswith("result: "):
+            result = text.removeprefix("result: ").strip()
+        else:
+            body.append(line)
+    if check is None or result not in ("no", "not found"):
+        return []
+    modules = [m for line in body for found in _PKG_EXISTS.findall(line) for m in _modules(found)]
+    return list(dict.fromkeys(modules)) or ([check] if _HEADER.match(check) else [])
 
 
 def _modules(spec: str) -> list[str]:
@@ -72,19 +79,38 @@ def _option_aliases(script: str) -> dict[str, tuple[str, str]]:
     return aliases
 
 
+def _already_off(cond: shell_blocks.Condition, variable: str) -> bool:
+    """Whether COND shows VARIABLE was already "no" here (`test "x$with_zlib" = xno` held, or `!= xno` did not):
+    turning it off cannot take this branch away."""
+    m = re.search(rf"\$\{{?{re.escape(variable)}\}}?\"?\s*(!?=)\s*\"?x?(no|yes)\b", cond.text)
+    if not m:
+        return False
+    says_no = (m[1] == "=") == (m[2] == "no")  # the test is true exactly when the option is no
+    return says_no == cond.held
+
+
 def _switches(conditions: list[shell_blocks.Condition], script: str, script_rel: str) -> list[Switch]:
     found: dict[str, Switch] = {}
     aliases = _option_aliases(script)
     for cond in conditions:
-        tested = shell_blocks.option_variables(cond.text) + [
-            aliases[v] for v in re.findall(r"\$\{?([A-Za-z_]\w*)", cond.text) if v in aliases]
-        for kind, name in tested:
+        if re.search(r"\|\||\s-o\s", cond.text):  # either side may have led here
+            continue
+        tested = [(kind, name, f"{kind}_{name}") for kind, name in shell_blocks.option_variables(cond.text)] + [
+            (*aliases[v], v) for v in re.findall(r"\$\{?([A-Za-z_]\w*)", cond.text) if v in aliases]
+        for kind, name, variable in tested:
             option = name.replace("_", "-")
             off = f"--without-{option}" if kind == "with" else f"--disable-{option}"
-            if cond.kind == "case" and (values := shell_blocks.safe_case_values(script, cond.line)):
+            if _already_off(cond, variable):
+                continue
+            if cond.kind == "case":
                 # an option whose value chooses (avahi's --with-distro): a value its case accepts, "none" first
+                values = [v for v in shell_blocks.safe_case_values(script, cond.line) if offered(option, v)]
+                if not values:
+                    continue
                 value = next((v for v in values if v in ("none", "no")), values[0])
                 off = off if value == "no" else f"--{kind}-{option}={value}"
+            if not offered(option, "no"):
+                continue
             if off in found or not re.search(rf"--(with|without|enable|disable)-{re.escape(option)}\b", script):
                 continue
             found[off] = Switch(name=f"--{kind}-{option}", value="", arg=off,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_COMMAND = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPEN_PAREN = re.compile(r"[ \t]*\(")
 _BRACKET_OPEN = re.compile(r"\[(=*)\[")
 _UNQUOTED = re.compile(r'(?:\\.|[^\s()#"\\])+')
 _OPENS = {"if": "endif", "foreach": "endforeach", "while": "endwhile", "function": "endfunction",
@@ -50,10 +51,13 @@ def commands(text: str) -> list[Command]:
         c = text[i]
         if c == "#":
             i, line = _skip_comment(text, i, line)
-        elif m := _COMMAND.match(text, i):
-            start = line
-            args, i, line = _arguments(text, m.end(), line)
-            found.append(Command(m.group(1).lower(), start, tuple(args)))
+        elif m := _IDENT.match(text, i):  # a word: a command when ( follows, else skipped whole (never re-scanned)
+            if paren := _OPEN_PAREN.match(text, m.end()):
+                start = line
+                args, i, line = _arguments(text, paren.end(), line)
+                found.append(Command(m.group(0).lower(), start, tuple(args)))
+            else:
+                i = m.end()
         else:
             line += c == "\n"
             i += 1
@@ -131,13 +135,18 @@ def _branch(block: list[Command]) -> Branch:
     return Branch(taken.name, taken.line, tuple(conditions))
 
 
+def is_name(word: str) -> bool:
+    """Whether WORD is a plain variable name (not a reference, a quoted string or an operator)."""
+    return bool(_NAME.match(word))
+
+
 def switch_terms(condition: tuple[str, ...], held: bool) -> dict[str, bool]:
     """The variables CONDITION tests for truth alone (`USE_TLS`, `NOT WITH_ZLIB`, one side of AND/OR), each with
     the value it had when the condition HELD as given: {"USE_TLS": True}. Operands of comparisons, DEFINED,
     TARGET and the like are left out: setting them to ON or OFF is not how they are switched. Only values that
     are certain: none from an OR that held, or from a false condition of more than one term."""
     terms: dict[str, bool] = {}
-    if held and "OR" in (w.upper() for w in condition):
+    if (held and "OR" in (w.upper() for w in condition)) or "(" in condition:  # NOT (A AND B): not read here
         return terms
     for i, word in enumerate(condition):
         if not _NAME.match(word) or word.upper() in _UNARY | _BINARY or _CONSTANT.match(word):

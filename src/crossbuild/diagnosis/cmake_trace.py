@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from crossbuild.diagnosis import cmake_lists
-from crossbuild.diagnosis.model import Diagnosis, Switch
+from crossbuild.diagnosis.model import Diagnosis, Switch, offered
 from crossbuild.foundation import safefs
 
 TRACE_MAX_BYTES = 512 << 20  # a big project's trace runs to tens of MB
+LINE_MAX_BYTES = 256 << 10  # one traced command; longer ones are skipped, so memory stays bounded
+ARGS_MAX = 2000
 FILE_MAX_BYTES = 2 << 20
 _ERROR_AT = re.compile(r"^CMake Error at (.+?):(\d+) \(([A-Za-z_][A-Za-z0-9_]*)\):\s*$", re.MULTILINE)
 _CACHE_ENTRY = re.compile(r"^([A-Za-z0-9_.+-]+):([A-Z]+)=(.*)$", re.MULTILINE)
@@ -80,13 +82,18 @@ def _records(anchor: Path, rel: str) -> Iterator[dict[str, Any]]:
     except OSError:
         return
     with os.fdopen(fd, "rb") as f:
-        for raw in f:
+        while raw := f.readline(LINE_MAX_BYTES):
+            if not raw.endswith(b"\n") and len(raw) == LINE_MAX_BYTES:  # no real command is that long: skipped
+                while (rest := f.readline(LINE_MAX_BYTES)) and not rest.endswith(b"\n"):
+                    pass
+                continue
             try:
                 record = json.loads(raw)
             except ValueError:
                 continue
             if isinstance(record, dict) and isinstance(record.get("cmd"), str) and isinstance(record.get("file"), str) \
-                    and isinstance(record.get("line"), int) and isinstance(record.get("args"), list):
+                    and isinstance(record.get("line"), int) and isinstance(record.get("args"), list) \
+                    and len(record["args"]) <= ARGS_MAX:
                 record["cmd"] = record["cmd"].lower()
                 yield record
 
@@ -114,16 +121,17 @@ def _chain_at(records: Iterator[dict[str, Any]], located: tuple[str, int, str, s
             options.setdefault(args[0], (r, args[1]))
         elif r["cmd"] in _FINDS and args and r["file"].startswith(source_abs):
             finds[args[0].upper()] = r
-        if _is_failure(r, args, located):
+        if _is_failure(r, args, located, source_abs):
             return [open_calls[k] for k in sorted(open_calls)], options, finds
     return None
 
 
-def _is_failure(r: dict[str, Any], args: list[str], located: tuple[str, int, str, str] | None) -> bool:
+def _is_failure(r: dict[str, Any], args: list[str], located: tuple[str, int, str, str] | None,
+                source_abs: str) -> bool:
     if located is None:
         return r["cmd"] == "message" and bool(args) and args[0] in ("FATAL_ERROR", "SEND_ERROR")
-    file, line, cmd, _ = located
-    return r["line"] == line and r["cmd"] == cmd and (r["file"] == file or r["file"].endswith("/" + file))
+    file, line, cmd, _ = located  # CMake names a file below the top source folder relative to it
+    return r["line"] == line and r["cmd"] == cmd and r["file"] == (file if file.startswith("/") else source_abs + file)
 
 
 def _rel(record: dict[str, Any], root: Path) -> str:
@@ -169,7 +177,7 @@ def _switches(branches, options: dict[str, tuple[dict[str, Any], str]], cache: d
             for name, value in cmake_lists.switch_terms(condition.args, held).items():
                 declared = options.get(name)
                 in_cache = cache.get(name, ("", ""))
-                if name in seen or (not declared and in_cache[0] != "BOOL"):
+                if name in seen or (not declared and in_cache[0] != "BOOL") or not offered(name, "OFF"):
                     continue
                 seen.add(name)
                 shown = f"`{condition.name}({' '.join(condition.args)})` at {_rel(record, root)}:{condition.line}"

@@ -4,8 +4,21 @@ and where, what it looked for, and the project's switches that govern it, each w
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+# Switches a diagnosis never offers, whoever declares them: the build system's own settings (CMAKE_*, Meson's
+# built-ins), the toolchain and where things go; and values that are not a plain word (a path, another option)
+_NOT_A_FEATURE = re.compile(r"^(CMAKE_|b_)|TOOLCHAIN|COMPILER|SYSROOT|LINKER|^(host|build|target|prefix|exec[-_]prefix|"
+                            r"program[-_](prefix|suffix)|[a-z]*dir|cross[-_]file|native[-_]file|pkg[-_]config.*)$",
+                            re.IGNORECASE)
+_PLAIN_VALUE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+
+
+def offered(name: str, value: str) -> bool:
+    """Whether a diagnosis may offer setting the switch NAME to VALUE: a project feature, to a plain word."""
+    return not _NOT_A_FEATURE.search(name) and bool(_PLAIN_VALUE.match(value))
 
 
 @dataclass(frozen=True)

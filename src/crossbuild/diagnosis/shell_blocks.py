@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 
 _KEYWORD = re.compile(r"(?:^|(?<=[\s;&|(){}]))(if|elif|else|fi|case|esac)(?=$|[\s;&|)])")
-_HEREDOC = re.compile(r"<<-?\s*\\?['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*\\?['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")  # not a <<< here-string
+LINE_MAX = 4096  # a longer line is never one of autoconf's conditions: its keywords are not read
 _OPTION_VARIABLE = re.compile(r"\$\{?(with|enable)_([A-Za-z0-9_]+)")
 
 
@@ -71,6 +72,9 @@ def _code_lines(lines: list[str]) -> list[str]:
     quote = ""  # the quote open at the end of the last line
     heredoc = None
     for raw in lines:
+        if len(raw) > LINE_MAX and not quote:
+            out.append("")
+            continue
         if heredoc:
             heredoc = None if raw.strip() == heredoc else heredoc
             out.append("")

@@ -526,6 +526,7 @@ class Planner:
         s.other_systems = [o for o in s.other_systems if o != to]
         s.attempts += 1
         s.pending_switch, s.switched_from = to, s.output_dir
+        s.governing = {}  # switches read from the given-up system's records are not the next one's
         s.notes.append(f"{s.system} failed at `{shlex.join(step['argv'][:3])}` with no fix left ({first[:120]}): "
                        f"built with the source's {to} instead" + (" (Debian's choice)" if to == s.debian_system
                                                                    else ""))

@@ -30,6 +30,7 @@ class ErrorType(StrEnum):
     PERMISSION_DENIED = "permission_denied"
     NOT_FOUND = "not_found"
     COMMAND_FAILED = "command_failed"
+    NOT_VERIFIED = "not_verified"  # the verifier judged the build and refused it: its reasons say why
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
     INTERNAL = "internal"

@@ -4,18 +4,13 @@ arguments to use) and verify (the foundation's verifier: right architecture, tes
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 import shlex
-import stat
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
 from crossbuild.env import debian_rules, ninja_targets, recipes
 from crossbuild.env.recipes import BuildStep
-from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.artifacts import check_artifact
 from crossbuild.proof.rebuild_check import scan_outputs
@@ -26,6 +21,18 @@ from crossbuild.tools.build_dependency import provide_again
 from crossbuild.tools.command import INSPECTION_TOOLS
 from crossbuild.tools.context import RunContext
 from crossbuild.tools.knowledge import attach_knowledge
+from crossbuild.tools.project_facts import (
+    choice_options,
+    cmake_projects,
+    config_scripts,
+    configure_options,
+    declared_options,
+    make_conditional_rules,
+    make_cross_switches,
+    make_goals,
+    meson_options,
+    project_options,
+)
 
 
 def replay_steps(ctx: RunContext) -> list[BuildStep]:
@@ -70,12 +77,25 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         *([f"  also present: {', '.join(others)} (build_status system=NAME shows that recipe)"] if others else []),
         *([f"debian/rules (Debian's own build of this source): {rules.describe()}"] if rules else []),
         f"state: {'; '.join(state) or 'not configured yet'}",
-        "toolchain (already in every command's environment; pass these arguments when configuring):",
-        f"  cmake -S src -B build {shlex.join(tc.cmake_args())}",
-        f"  meson setup build src {shlex.join(tc.meson_args())}",
-        f"  ./configure {shlex.join(tc.configure_args())}   (run from src/ or a build folder)",
-        f"  dependencies go into the per-target prefix {ctx.prefix}",
     ]
+    recipe = []
+    if system in recipes.BUILD_SYSTEMS:
+        recipe = [{"argv": list(s.argv), "cwd": s.cwd, "phase": s.phase, "env": dict(s.env)}
+                  for s in recipes.steps_for(system, tc, source=source, jobs=ctx.jobs,
+                                             install_prefix=ctx.install_prefix, destdir=ctx.destdir)]
+    # one command line per step, the one the recipe runs: CC, CXX, PKG_CONFIG and CMAKE_TOOLCHAIN_FILE come from
+    # every command's environment, and the arguments shown are all a step needs beside them
+    lines.append(f"recipe ({system}; each step one run_command call, the toolchain already in its environment: "
+                 "CC, CXX, PKG_CONFIG, CMAKE_TOOLCHAIN_FILE, CONFIG_SITE):")
+    lines += [f"  {r['phase']}: {shlex.join(r['argv'])}" + (f"   (cwd {r['cwd']})" if r["cwd"] != "." else "")
+              for r in recipe]
+    lines.append(f"  dependencies go into the per-target prefix {ctx.prefix}")
+    for other, argv in (("meson", ["meson", "setup", "build", source, *tc.meson_args()]),
+                        ("autotools", [f"../{source}/configure", *tc.configure_args()]),
+                        ("configure", [f"../{source}/configure", *tc.configure_args()])):
+        if other in others and not (other == "configure" and "autotools" in others):
+            lines.append(f"  for {other} instead: {shlex.join(argv)}" + ("   (cwd build)" if other != "meson" else
+                                                                          ""))
     if ctx.commands:
         lines.append(f"commands so far ({len(ctx.commands)}; last 10):")
         for c in ctx.commands[-10:]:
@@ -88,16 +108,14 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         artifacts = len(linked)
         fitting = sum(1 for a in linked if not check_artifact(a, ctx.target))
         lines.append(f"linked artifacts in build/: {artifacts} ({fitting} for {ctx.target.name})")
-    lines.append("next: call verify when the build has finished" if artifacts else
-                 "next: configure and build into build/")
-    recipe = []
-    if system in recipes.BUILD_SYSTEMS:
-        recipe = [{"argv": list(s.argv), "cwd": s.cwd, "phase": s.phase, "env": dict(s.env)}
-                  for s in recipes.steps_for(system, tc, source=source, jobs=ctx.jobs,
-                                             install_prefix=ctx.install_prefix, destdir=ctx.destdir)]
+    lines += _next(ctx, artifacts)
     options, choices = project_options(ctx.root), choice_options(ctx.root)
     if options:
         lines.append(f"project options (CMake cache): {', '.join(f'{k}={v}' for k, v in options.items())[:1500]}")
+    elif system == "cmake" and (declared := declared_options(ctx.root, source)):
+        lines.append("project options (declared in its CMake files, defaults shown; the cache holds their values "
+                     f"after configure): {', '.join(f'{k}={v}' for k, v in declared.items())[:1500]}")
+        options = declared
     if choices:
         lines.append("project choices (CMake cache): " + "; ".join(
             f"{k}={c['value']!r} ({c['help'][:80]})" for k, c in choices.items())[:1500])
@@ -152,102 +170,18 @@ def _debian_files(rules: debian_rules.DebianRules | None, target: Target) -> dic
     return {f"src/{path}": text for path, text in rules.files_written(debian_host_variables(target)).items()}
 
 
-def config_scripts(root: Path, source: str = "src") -> list[str]:
-    """The project's copies of config.sub and config.guess (workspace-relative), which an old release ships too old
-    for riscv64 or musl."""
-    return sorted(f"{source}/{e.rel}" for e in safefs.walk_files(root / source, prune=lambda rel: rel.count("/") > 3)
-                  if e.name in ("config.sub", "config.guess") and stat.S_ISREG(e.st.st_mode))
-
-
-def configure_options(root: Path, source: str = "src") -> dict[str, str]:
-    """What the project's configure script can turn off (from its --help text; the script is never run here)."""
-    text = safefs.read_text_or_none(root, f"{source}/configure", max_bytes=16 << 20)
-    return recipes.configure_switches(text) if text is not None else {}
-
-
-def meson_options(root: Path, source: str = "src") -> dict[str, str]:
-    """What the project's Meson options can turn off (from meson.options or meson_options.txt; meson is not run)."""
-    for name in ("meson.options", "meson_options.txt"):  # meson 1.1 reads the first when both are there
-        text = safefs.read_text_or_none(root, f"{source}/{name}", max_bytes=4 << 20)
-        if text is not None:
-            return recipes.meson_switches(text)
-    return {}
-
-
-def make_goals(root: Path, source: str = "src") -> dict[str, Any] | None:
-    """The source folder's Makefile: its default goal, the goal's prerequisites, and those that are not test goals
-    (read, never run)."""
-    for text in recipes.makefile_texts(root, source):
-        found = recipes.default_goal(text)
-        if found is None:
-            return None
-        return {"default": found.name, "prerequisites": found.prerequisites, "has_recipe": found.has_recipe,
-                "essential": found.essential()}
-    return None
-
-
-def make_cross_switches(root: Path, source: str = "src") -> list[str]:
-    """`CROSS_BUILDING=yes` where the source folder's Makefile (or the Makefile.in configure makes it from) has
-    a branch for cross-building (read, never run)."""
-    found: list[str] = []
-    for text in recipes.makefile_texts(root, source, templates=True):
-        found += [s for s in recipes.cross_switches(text) if s not in found]
-    return found
-
-
-def make_conditional_rules(root: Path, source: str = "src") -> dict[str, str]:
-    """The source folder's Makefile rules that exist only when a variable is set (read, never run)."""
-    found: dict[str, str] = {}
-    for text in recipes.makefile_texts(root, source):
-        found = {**recipes.conditional_rules(text), **found}
-    return found
-
-
-def project_options(root: Path, build: str = "build") -> dict[str, str]:
-    """The project's own on/off options from a configured CMake cache (not CMake's own CMAKE_* ones)."""
-    return {name: value for name, (kind, value, _) in _cmake_cache(root, build).items() if kind == "BOOL"}
-
-
-def cmake_projects(root: Path, build: str = "build") -> list[str]:
-    """The names of the project's own CMake projects from a configured cache: CMAKE_PROJECT_NAME (the top level)
-    first, then every project() declared in its source tree (each leaves `<name>_SOURCE_DIR`: googletest's gtest
-    and gmock), never one below a vendored folder (leveldb's third_party/benchmark) or outside the tree
-    (FetchContent's _deps)."""
-    text = safefs.read_text_or_none(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20) or ""
-    top = re.search(r"^CMAKE_PROJECT_NAME:STATIC=(.*)$", text, re.M)
-    home = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", text, re.M)
-    names = [top.group(1).strip()] if top else []
-    for name, folder in re.findall(r"^([A-Za-z][\w.+-]*)_SOURCE_DIR:STATIC=(.*)$", text, re.M):
-        inside = home and folder.startswith("/") and home.group(1).startswith("/") and \
-            os.path.commonpath([folder, home.group(1)]) == home.group(1)  # the cache is the build's writing
-        if inside and not recipes.VENDORED.search(os.path.relpath(folder, home.group(1))) and name not in names:
-            names.append(name)
-    return names
-
-
-def choice_options(root: Path, build: str = "build") -> dict[str, dict[str, str]]:
-    """The project's options that take a word rather than ON/OFF (libgit2's USE_HTTP_PARSER, "either system or
-    builtin"), with the help text that names the choices."""
-    return {name: {"value": value, "help": help_} for name, (kind, value, help_) in _cmake_cache(root, build).items()
-            if kind == "STRING" and help_ and not name.endswith(("_DIR", "_LIBRARY", "_INCLUDE_DIR"))}
-
-
-def _cmake_cache(root: Path, build: str) -> dict[str, tuple[str, str, str]]:
-    """NAME -> (type, value, help) of the project's entries in a CMake cache (the `//` lines above an entry are
-    its help)."""
-    text = safefs.read_text_or_none(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20)  # written by the build
-    if text is None:
-        return {}
-    out, help_ = {}, []
-    for line in text.splitlines():
-        if line.startswith("//"):
-            help_.append(line[2:].strip())
-            continue
-        m = re.match(r"^([A-Za-z][A-Za-z0-9_]*):(BOOL|STRING)=(.*)$", line)
-        if m and not m.group(1).startswith(("CMAKE_", "FETCHCONTENT_")):
-            out[m.group(1)] = (m.group(2), m.group(3), " ".join(help_)[:300])
-        help_ = []
-    return out
+def _next(ctx: RunContext, artifacts: int) -> list[str]:
+    """The last verdict this session gave, and what is left to do."""
+    last = ctx.last_verdict
+    if last is None:
+        return ["next: call verify when the build has finished" if artifacts else
+                "next: configure and build into build/"]
+    if last["ok"]:
+        return [f"last verdict ({last['path']}): VERIFIED, proof level {last['proof']}",
+                "next: nothing is left; verify again after any change"]
+    return [f"last verdict ({last['path']}): NOT VERIFIED, proof level {last['proof']}: "
+            + "; ".join(last["reasons"][:3])[:600],
+            "next: fix those reasons, build again, and call verify"]
 
 
 class VerifyArgs(ToolArgs):
@@ -280,6 +214,8 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
                     build_machine_check=args.build_machine_check,
                     provide_dependencies=lambda target, prefix: provide_again(ctx, target, prefix))
     text = report.summary(paths.display(ctx, real))
+    ctx.last_verdict = {"path": paths.display(ctx, real), "ok": report.ok, "proof": report.proof,
+                        "reasons": report.reasons[:5]}
     if rebuild and not steps:
         text += "\n  clean rebuild: not run (no successful build commands in this session to replay)"
     data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons, "proven": report.proven(),
@@ -295,7 +231,7 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
     if report.ok:
         return ToolResult(ok=True, message=text, data=data)
     text, hint = attach_knowledge(ctx, report.failed_output(), text, _verify_hint(report, args), data)
-    return ToolResult(ok=False, error_type=ErrorType.COMMAND_FAILED, message=text, data=data, hint=hint)
+    return ToolResult(ok=False, error_type=ErrorType.NOT_VERIFIED, message=text, data=data, hint=hint)
 
 
 def _verify_hint(report: VerifyReport, args: VerifyArgs) -> str:
@@ -324,9 +260,10 @@ def _verify_hint(report: VerifyReport, args: VerifyArgs) -> str:
 BUILD_STATUS = Tool(
     name="build_status", args=BuildStatusArgs, run=_build_status, read_only=True, idempotent=True,
     description=(
-        "Where the build stands: the target, the build system found in src/, whether it is configured, the exact "
-        "cmake/meson/configure arguments for this target's toolchain, the commands run so far with their exit codes "
-        "and logs, and how many linked artifacts build/ holds. Call it first, and whenever you are unsure what next."),
+        "Where the build stands: the target, the build system found in src/, whether it is configured, the recipe "
+        "(each step's exact command line; the toolchain is already in every command's environment), the project's "
+        "options, the commands run so far with their exit codes and logs, how many linked artifacts build/ holds, "
+        "and the last verdict. Call it first, and whenever you are unsure what next."),
 )
 VERIFY = Tool(
     name="verify", args=VerifyArgs, run=_verify, authorize=_authorize_verify, read_only=False, idempotent=True,

@@ -3,6 +3,7 @@ and say what the consumer needs to find it."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from pydantic import Field
@@ -24,16 +25,20 @@ def _build_dependency(ctx: RunContext, args: BuildDependencyArgs, _: None) -> To
     if ctx.dependency_builder is None:
         raise ToolFailure("dependencies cannot be built in this session.",
                           hint="build the dependency yourself into the prefix, or disable the feature that needs it")
+    start = time.monotonic()
     out = ctx.dependency_builder(ctx, args.name, args.version)
-    data = {"name": args.name, "source": out.source, "cached": out.cached, "seconds": round(out.seconds, 3),
+    seconds = time.monotonic() - start  # the whole call, failed or not
+    data = {"name": args.name, "source": out.source, "cached": out.cached, "seconds": round(seconds, 3),
             "files": out.files, "consumer": out.consumer, "keep_features": ctx.keep_features,
             "own_files": getattr(out, "own", False)}
     if not out.ok:
         raise ToolFailure(out.message, hint=(
-            "the user asked to keep every feature (--keep-features): stop and say so with finish(status='blocked')"
+            "the user asked to keep every feature (--keep-features): stop, and report that this dependency cannot "
+            "be built"
             if ctx.keep_features else
             f"turn off the optional feature that needs {args.name} (build_status lists the project's options: look "
-            f"for WITH_/ENABLE_/USE_ options named after it), say so in the finish summary, and configure again"),
+            f"for WITH_/ENABLE_/USE_ options named after it), configure again, and report the feature left out "
+            f"with the result"),
             **data)
     ctx.record_dependency(args.name, args.version)
     lines = [out.message, *(f"  {k}: {v}" for k, v in out.consumer.items()),

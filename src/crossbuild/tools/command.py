@@ -11,7 +11,6 @@ from pathlib import Path
 
 from pydantic import Field
 
-from crossbuild.diagnosis.model import Diagnosis
 from crossbuild.kb.base import error_fingerprint
 from crossbuild.tools import diagnose, paths
 from crossbuild.tools.base import BadArguments, ErrorType, NotFound, PermissionDenied, Tool, ToolArgs, ToolResult
@@ -237,32 +236,23 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
         return ToolResult(ok=True, message=message, data=data)
     error_type = {"timeout": ErrorType.TIMEOUT, "cancelled": ErrorType.CANCELLED}.get(res.stopped or "",
                                                                                    ErrorType.COMMAND_FAILED)
-    hint = (f"read the log with read_file {shown_log} (errors are usually near the first 'error:')"
-            if error_type == ErrorType.COMMAND_FAILED else
+    hint = (diagnose.failure_hint(auth.argv, whole, shown_log) if error_type == ErrorType.COMMAND_FAILED else
             "raise timeout (at most 3600) or build less at once" if error_type == ErrorType.TIMEOUT else None)
     if Path(auth.argv[0]).name in INSPECTION_TOOLS:  # a failed grep or ls is an answer, not a build failure
         return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
     if error_type == ErrorType.COMMAND_FAILED:
         try:
-            diagnosis = diagnose.failed_configure(ctx, auth.argv, auth.cwd, auth.env, "\n".join(whole))
+            diagnosis = diagnose.failed_configure(ctx, auth.argv, auth.cwd, auth.env, "\n".join(whole),
+                                                  took_s=res.duration_s)
         except diagnose.DiagnosisFailed as e:  # the command's own result stands
             diagnosis, message = None, f"{message}\n(its records could not be read: {e})"
         if diagnosis:
             data["diagnosis"] = diagnosis.to_dict()
             message += "\n" + diagnosis.summary()
-            hint = _diagnosis_hint(diagnosis) or hint
+            hint = diagnose.hint_for(diagnosis) or hint
         message, hint = attach_knowledge(ctx, "\n".join(tail), message, hint, data)
     return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data,
                       fingerprint=error_fingerprint("\n".join(whole[-FINGERPRINT_LINES:]) or message))
-
-
-def _diagnosis_hint(diagnosis: Diagnosis) -> str | None:
-    """What to try first for a diagnosed configure failure: build what it looked for, else flip its switch."""
-    steps = [f"build_dependency(name={diagnosis.missing[0]!r})"] if diagnosis.missing else []
-    if diagnosis.switches:
-        steps.append(f"configure again with {' '.join(s.arg for s in diagnosis.switches)} to build without it"
-                     + (" (say so in the summary)" if diagnosis.missing else ""))
-    return "; or ".join(steps) or None
 
 
 # make's line for a recipe whose command was not found (Error 127) and whose failure it was told to ignore

@@ -103,6 +103,7 @@ class RunContext:
     depth: int = 0  # 0 for the project, 1 for its dependencies, ...
     keep_features: bool = False  # a dependency that cannot be had ends the build instead of its feature being dropped
     kb_attached: list[str] = field(default_factory=list)  # entry|actions already shown in this session
+    last_verdict: dict | None = None  # the verify tool's last verdict: build_status shows it
     edited: list[str] = field(default_factory=list)  # what write_file/edit_file changed (the clean rebuild keeps it)
     # (name, version) of each dependency build_dependency provided: the build-machine check provides them again
     dependencies: list[tuple[str, str | None]] = field(default_factory=list)
@@ -156,10 +157,10 @@ class RunContext:
     def next_log(self, stem: str) -> Path:
         """A fresh log file under .xbuild/logs/ (numbered, so every command's full output stays on disk; a reopened
         workspace continues after the logs it already has)."""
-        while True:
-            path = self.toolchain.logs / f"{next(self._log_seq):04d}-{stem}.log"
-            if not os.path.lexists(path):
-                return path
+        while True:  # a number is used once, whatever the stem of the log that has it
+            number = f"{next(self._log_seq):04d}-"
+            if not any(name.startswith(number) for name in os.listdir(self.toolchain.logs)):
+                return self.toolchain.logs / f"{number}{stem}.log"
 
     def record(self, command: CommandRecord) -> None:
         """Keep a command in this run's history and in the workspace's (so a reopened workspace, e.g. after an MCP

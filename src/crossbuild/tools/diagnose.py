@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 
 from crossbuild.diagnosis import autotools_log, cmake_trace, meson_log
@@ -22,13 +23,15 @@ _NOT_CONFIGURE = {"--build", "--install", "-E", "-P", "--version", "--help", "-N
                   "--list-presets"}
 
 
-def failed_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str) -> Diagnosis | None:
-    """The diagnosis of the failed command ARGV (run in CWD with ENV, its output LOG) when it is a configure whose
-    records name what failed, else None. The records are the build's to write: a reader that trips on them
-    raises DiagnosisFailed, which the caller shows beside the command's own result."""
+def failed_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str, *,
+                     took_s: float = 60.0) -> Diagnosis | None:
+    """The diagnosis of the failed command ARGV (run in CWD, a real folder in the workspace, with ENV, its output
+    LOG, in TOOK_S seconds) when it is a configure whose records name what failed, else None. The records are the
+    build's to write: anything a reader trips on raises DiagnosisFailed, which the caller shows beside the
+    command's own result, never in its place."""
     try:
-        return _diagnose(ctx, argv, cwd, env, log)
-    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as e:
+        return _diagnose(ctx, argv, cwd, env, log, took_s)
+    except Exception as e:  # noqa: BLE001 - any reader failure on hostile records, MemoryError included
         raise DiagnosisFailed(f"{type(e).__name__}: {e}"[:300]) from e
 
 
@@ -36,56 +39,80 @@ class DiagnosisFailed(Exception):
     pass
 
 
-def _diagnose(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str) -> Diagnosis | None:
+def _diagnose(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str,
+              took_s: float) -> Diagnosis | None:
+    root = ctx.root.resolve()  # crossbuild made it; every path below is taken apart lexically, never resolved
+    if _below(root, cwd) is None:
+        return None
     if Path(argv[0]).name == "configure":
-        return _autotools(ctx, argv[0], cwd)
+        return _autotools(root, argv[0], cwd)
     if Path(argv[0]).name == "cmake" and not _NOT_CONFIGURE & set(argv[1:]) and "CMake Error" in log:
-        return _cmake(ctx, argv, cwd, env, log)
+        return _cmake(ctx, root, argv, cwd, env, log, took_s)
     if Path(argv[0]).name == "meson" and "setup" in argv[1:2] and "ERROR:" in log:
-        return _meson(ctx, argv[2:], cwd, log)
+        return _meson(root, argv[2:], cwd, log)
     return None
 
 
-def _meson(ctx: RunContext, args: list[str], cwd: Path, log: str) -> Diagnosis | None:
-    """`meson setup BUILD [SOURCE]`: the source folder is the second folder named, else CWD."""
-    root = ctx.root.resolve()
-    folders = [a for a in args if not a.startswith("-")]
-    source = (cwd / folders[1]).resolve() if len(folders) > 1 else cwd.resolve()
-    if not (source.is_relative_to(root) and cwd.resolve().is_relative_to(root)):
-        return None
-    return meson_log.read(root, log, cwd=str(cwd.resolve().relative_to(root)), source=str(source.relative_to(root)))
+def _below(root: Path, path: Path | str) -> str | None:
+    """PATH (absolute) as a path below ROOT, taken apart lexically; None outside it. No link is followed here:
+    safefs refuses one when the path is read."""
+    rel = os.path.relpath(os.path.normpath(path), root)
+    return None if rel == ".." or rel.startswith("../") or os.path.isabs(rel) else rel
 
 
-def _autotools(ctx: RunContext, script: str, cwd: Path) -> Diagnosis | None:
-    root = ctx.root.resolve()
-    script_path, log_path = (cwd / script).resolve(), cwd.resolve() / "config.log"
-    if not (script_path.is_relative_to(root) and log_path.is_relative_to(root)):
-        return None
-    return autotools_log.read(root, str(log_path.relative_to(root)), str(script_path.relative_to(root)))
+# meson setup's options that take their value as the next argument (the others are flags or NAME=VALUE)
+_MESON_FLAGS = {"--reconfigure", "--wipe", "--werror", "--strip", "--fatal-meson-warnings", "--clearcache",
+                "--vsenv", "-v", "--errorlogs", "--stdsplit"}
 
 
-def _cmake(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str) -> Diagnosis | None:
-    build, source = _folders(argv[1:], cwd)
-    root = ctx.root.resolve()
-    try:
-        build_rel = build.relative_to(root)
-    except ValueError:
+def _meson(root: Path, args: list[str], cwd: Path, log: str) -> Diagnosis | None:
+    """`meson setup [OPTIONS] BUILD [SOURCE]`: the source folder is the second folder named, else CWD."""
+    folders, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("-"):
+            i += 1 if "=" in a or a in _MESON_FLAGS or (a.startswith("-D") and len(a) > 2) else 2
+            continue
+        folders.append(a)
+        i += 1
+    source = _below(root, cwd / folders[1]) if len(folders) > 1 else _below(root, cwd)
+    return meson_log.read(root, log, cwd=_below(root, cwd), source=source) if source is not None else None
+
+
+def _autotools(root: Path, script: str, cwd: Path) -> Diagnosis | None:
+    script_rel, log_rel = _below(root, cwd / script), _below(root, cwd / "config.log")
+    if script_rel is None or log_rel is None:
         return None
-    if not safefs.is_dir(root, build_rel / "CMakeFiles"):
+    return autotools_log.read(root, log_rel, script_rel)
+
+
+def _cmake(ctx: RunContext, root: Path, argv: list[str], cwd: Path, env: dict[str, str], log: str,
+           took_s: float) -> Diagnosis | None:
+    build_arg, source_arg = _folders(argv[1:])
+    build_rel = _below(root, cwd / (build_arg or "."))
+    if build_rel is None or not safefs.is_dir(root, Path(build_rel) / "CMakeFiles"):
         return None
-    cache = safefs.read_text_or_none(root, build_rel / "CMakeCache.txt", max_bytes=cmake_trace.FILE_MAX_BYTES)
-    source = source or _cache_home(cache)
-    if source is None or not source.is_relative_to(root):
+    cache = safefs.read_text_or_none(root, Path(build_rel) / "CMakeCache.txt", max_bytes=cmake_trace.FILE_MAX_BYTES)
+    given = _below(root, cwd / source_arg) if source_arg else None
+    # a folder given alone may be a build folder (`cmake .` to configure again): its cache names the source
+    source_rel = given if given is not None and safefs.is_regular(root, Path(given) / "CMakeLists.txt") else (
+        _below(root, home) if (home := _cache_home(cache)) else None)
+    if source_rel is None:
         return None
-    trace_rel = build_rel / "CMakeFiles" / TRACE_NAME
-    limits = dataclasses.replace(ctx.command_limits, timeout_s=min(ctx.command_limits.timeout_s, RERUN_TIMEOUT_S))
+    trace_rel = Path(build_rel) / "CMakeFiles" / TRACE_NAME
+    # whatever the first configure left in the trace's place (a FIFO would stall the rerun) is replaced by a new
+    # empty file; cmake opens it before the project's code runs again
+    if safefs.lexists(root, trace_rel):
+        safefs.remove_tree(root, trace_rel)
+    os.close(safefs.create_new(root, trace_rel))
+    limit = min(ctx.command_limits.timeout_s, RERUN_TIMEOUT_S, max(60.0, 4 * took_s))
     try:
         ctx.sandbox.run([*argv, "--trace-format=json-v1", f"--trace-redirect={root / trace_rel}"], cwd=cwd,
                         env={**ctx.toolchain.env.as_dict(), **env}, log_path=ctx.next_log("cmake-trace"),
-                        limits=limits, cancel=ctx.cancel)
-        cache = safefs.read_text_or_none(root, build_rel / "CMakeCache.txt", max_bytes=cmake_trace.FILE_MAX_BYTES)
-        return cmake_trace.read((root, str(trace_rel)), log, root=root, source=str(source.relative_to(root)),
-                                cache=cache)
+                        limits=dataclasses.replace(ctx.command_limits, timeout_s=limit), cancel=ctx.cancel)
+        cache = safefs.read_text_or_none(root, Path(build_rel) / "CMakeCache.txt",
+                                         max_bytes=cmake_trace.FILE_MAX_BYTES)
+        return cmake_trace.read((root, str(trace_rel)), log, root=root, source=source_rel, cache=cache)
     finally:
         try:
             safefs.remove_tree(root, trace_rel)
@@ -93,9 +120,9 @@ def _cmake(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log
             pass
 
 
-def _folders(args: list[str], cwd: Path) -> tuple[Path, Path | None]:
-    """(build folder, source folder or None) of a cmake configure's arguments: -B/-S, or a source folder given
-    alone (`cmake ../src` in the build folder)."""
+def _folders(args: list[str]) -> tuple[str | None, str | None]:
+    """(build folder, source folder) named by a cmake configure's arguments (-B/-S, or a folder given alone, as
+    `cmake ../src` in the build folder), each None when not named."""
     build = source = None
     i = 0
     while i < len(args):
@@ -107,10 +134,10 @@ def _folders(args: list[str], cwd: Path) -> tuple[Path, Path | None]:
             build, source = (a[2:], source) if a[1] == "B" else (build, a[2:])
         elif a in ("-G", "-T", "-A", "-C", "--preset") and i + 1 < len(args):
             i += 1
-        elif not a.startswith("-") and source is None and os.path.isfile(cwd / a / "CMakeLists.txt"):
+        elif not a.startswith("-") and source is None:
             source = a
         i += 1
-    return (cwd / (build or ".")).resolve(), (cwd / source).resolve() if source else None
+    return build, source
 
 
 def _cache_home(cache: str | None) -> Path | None:
@@ -119,3 +146,26 @@ def _cache_home(cache: str | None) -> Path | None:
         if line.startswith("CMAKE_HOME_DIRECTORY:"):
             return Path(line.split("=", 1)[1])
     return None
+
+
+_ERROR_LINE = re.compile(r"\berror\b|\bError \d+\b|\bfatal\b|\bundefined reference\b", re.IGNORECASE)
+
+
+def failure_hint(argv: list[str], lines: list[str], log: str) -> str:
+    """Where to look in a failed command's log; for a make or ninja build whose log names no error, how to get one
+    (a parallel build's first failure is buried among the other jobs' output, or a recipe failed silently)."""
+    if any(_ERROR_LINE.search(line) for line in lines if not line.startswith(("make: ***", "make["))):
+        return f"read the log with read_file {log} (errors are usually near the first 'error:')"
+    if Path(argv[0]).name in ("make", "gmake", "ninja") or argv[:2] == ["cmake", "--build"]:
+        return (f"the log ({log}) names no error line: run the same build serially and verbose to see the failing "
+                "command and its output (make -j1 V=1 VERBOSE=1, ninja -j1 -v, or cmake --build DIR -j1 -v)")
+    return f"the log ({log}) names no error line: the command's own output above is all there is"
+
+
+def hint_for(diagnosis: Diagnosis) -> str | None:
+    """What to try first for a diagnosed configure failure: build what it looked for, else flip its switch."""
+    steps = [f"build_dependency(name={diagnosis.missing[0]!r})"] if diagnosis.missing else []
+    if diagnosis.switches:
+        steps.append(f"configure again with {' '.join(s.arg for s in diagnosis.switches)} to build without it"
+                     + (" (report the feature left out with the result)" if diagnosis.missing else ""))
+    return "; or ".join(steps) or None
