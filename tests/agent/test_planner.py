@@ -358,7 +358,7 @@ def test_a_dependency_that_cannot_be_built_takes_the_diagnosed_switch_whoever_as
     planner._observe(Message("tool", "libfrob: not in Debian's index", name="build_dependency", is_error=True,
                              data={"name": "libfrob"}))
     assert planner.state.extra["cmake_args"] == ["-DGADGET_X=OFF"] and not planner.state.pending_disable
-    assert "built without libfrob: -DGADGET_X=OFF (`if(GADGET_X)`)" in planner.state.notes
+    assert "built without libfrob: GADGET_X=OFF (`if(GADGET_X)`)" in planner.state.notes
 
 
 def test_with_no_fix_left_the_sources_other_build_system_is_tried_debians_choice_first():

@@ -1437,7 +1437,7 @@ def test_a_feature_whose_switch_and_message_follow_no_convention_is_found_from_c
     project = _project(tmp_path / "gadget", {"CMakeLists.txt": GADGET_PROJECT, "cmake/tls.cmake": TLS_FILE})
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
     assert out["status"] == "verified", out["message"]
-    assert "built without gadget-nonexistent-tls: -DGADGET_SECURE_TRANSPORT=OFF" in out["message"]
+    assert "built without gadget-nonexistent-tls: GADGET_SECURE_TRANSPORT=OFF" in out["message"]
     calls = _dependency_calls(tmp_path / "runs.db", out["run_id"])
     assert [c["data"]["name"] for c in calls] == ["gadget-nonexistent-tls"] and not calls[0]["ok"]
 
@@ -1493,4 +1493,4 @@ def test_a_meson_feature_option_that_requires_a_missing_dependency_is_turned_off
                        "\nexecutable('gizmo', 'main.c', install : true)\n"})
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
     assert out["status"] == "verified", out["message"]
-    assert "built without gizmo-tls-nowhere: -Dsecure=disabled" in out["message"]
+    assert "built without gizmo-tls-nowhere: secure=disabled" in out["message"]

@@ -681,7 +681,7 @@ class Planner:
             chosen = _innermost(governing)
             s.extra[kind].append(chosen["arg"])
             s.applied.add(json.dumps({"kind": kind, "args": [chosen["arg"]]}, sort_keys=True))
-            s.notes.append(f"built without {name}: {chosen['arg']} ({chosen['why']})")
+            s.notes.append(f"built without {name}: {chosen['arg'].removeprefix('-D')} ({chosen['why']})")
             if turns_tests_off(chosen["arg"]):
                 s.notes.append(f"tests not built: diagnosis: {chosen['arg']}")
             return
