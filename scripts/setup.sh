@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(qemu-user qemu-user-static bubblewrap cmake make gcc g++ pkgconf autoconf automake autotools-dev libtool libtool-bin file dpkg-dev llvm
-          libc6-arm64-cross libc6-riscv64-cross libc6-armhf-cross
+          libc6-arm64-cross libc6-riscv64-cross libc6-armhf-cross openssl
           chromium)  # chromium: the web page's browser tests (driven headless by Playwright)
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -3,7 +3,9 @@ read or changed."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -208,3 +210,30 @@ def test_command_environment_reaches_the_command(ctx, call):
     assert r.ok and r.data["env"] == {"CFLAGS": "-O1", "CROSSBUILD_NO_WERROR": "1"}
     log = (ctx.root / r.data["log"]).read_text()
     assert "CFLAGS=-O1" in log and "CROSSBUILD_NO_WERROR=1" in log
+
+
+def test_a_test_suites_public_certificate_is_kept_and_its_private_key_left_out(tmp_path):
+    """Public test certificates (curl's, libssh's tests/certs) are needed by the tests; private keys never are."""
+    from crossbuild import kb
+    from crossbuild.env import workspace
+    from crossbuild.foundation.targets import parse_target
+    from crossbuild.tools import default_toolset
+    from crossbuild.tools.context import RunContext
+
+    certs = tmp_path / "proj" / "tests" / "certs"
+    certs.mkdir(parents=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
+                    "ca.pub.pem", "-subj", "/CN=crossbuild test", "-days", "1"], cwd=certs, check=True,
+                   capture_output=True, timeout=120)
+    (certs / "both.pem").write_bytes((certs / "ca.pub.pem").read_bytes() + (certs / "server.key").read_bytes())
+    (certs / "notes.pem").write_text("TOKEN=hunter2\n")  # a key-like name with no public block: a secret
+    ws = workspace.prepare(str(tmp_path / "proj"), tmp_path / "ws")
+    kept = {p.name for p in (ws.src / "tests" / "certs").iterdir()}
+    assert kept == {"ca.pub.pem"}
+    assert {r.split(" ")[0] for r in ws.left_out} >= {"tests/certs/server.key", "tests/certs/both.pem",
+                                                        "tests/certs/notes.pem"}
+    ctx = RunContext.create(ws.root, parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix", kb=kb.load())
+    r = default_toolset().dispatch(ctx, "read_file", json.dumps({"path": "src/tests/certs/ca.pub.pem"}))
+    assert r.ok and "BEGIN CERTIFICATE" in r.message
+    r = default_toolset().dispatch(ctx, "list_files", json.dumps({"path": "src/tests/certs"}))
+    assert "ca.pub.pem" in r.message

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tarfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,13 @@ CREDENTIAL_PATTERNS = (".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*
                        ".npmrc", ".pypirc", ".pgpass", "credentials", "credentials.json", "*.kdbx", ".htpasswd",
                        "secrets.*", ".dockercfg")
 CREDENTIAL_DIRS = (".ssh", ".aws", ".gnupg", ".docker", ".kube")
+# Names test suites also give public material (a test CA's certificate, a public key): a credential unless the
+# content is public PEM blocks (anything else, a private key or plain text in such a file, is one)
+BY_CONTENT = ("*.pem", "*.key")
+_PUBLIC_BLOCK = re.compile(rb"-----BEGIN (CERTIFICATE|TRUSTED CERTIFICATE|PUBLIC KEY|X509 CRL|CERTIFICATE REQUEST|"
+                           rb"NEW CERTIFICATE REQUEST|DH PARAMETERS|EC PARAMETERS)-----")
+_ANY_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
+PEEK_BYTES = 1 << 20
 # A distribution's packaging of the project at its top level (Debian's rules and patches, quilt's copies of the
 # files before patching): hints an upstream release does not have (prepare(..., source_hints=False) removes them).
 PACKAGING = ("debian", ".pc")
@@ -48,11 +56,27 @@ def enclosing(path: Path) -> Path | None:
     return next((p for p in (path, *path.parents) if is_workspace(p)), None)
 
 
-def is_credential(path: str | Path) -> bool:
+def is_credential(path: str | Path, read: Callable[[], bytes | None] | None = None) -> bool:
+    """Whether PATH is a file tools never copy, read or write: by its name or folder, and for names public
+    material also has (BY_CONTENT) by what READ returns (None, or no READ: a credential)."""
     p = Path(path)
     if any(part in CREDENTIAL_DIRS for part in p.parts):
         return True
-    return any(fnmatch.fnmatchcase(p.name, pat) for pat in CREDENTIAL_PATTERNS)
+    if not any(fnmatch.fnmatchcase(p.name, pat) for pat in CREDENTIAL_PATTERNS):
+        return False
+    if not any(fnmatch.fnmatchcase(p.name, pat) for pat in BY_CONTENT) or read is None:
+        return True
+    try:
+        content = read()
+    except OSError:
+        return True
+    return content is None or not public_pem(content)
+
+
+def public_pem(content: bytes) -> bool:
+    """Whether CONTENT holds PEM blocks and every one is public (certificates, public keys, CRLs, parameters)."""
+    blocks = _ANY_BLOCK.findall(content)
+    return bool(blocks) and len(blocks) == len(_PUBLIC_BLOCK.findall(content)) and b"PRIVATE" not in content
 
 
 class SourceError(ValueError):
@@ -149,7 +173,8 @@ def _fill(source: str, ws: Workspace) -> list[str]:
         if path.is_dir():
             inside = _workspace_inside(path, ws.root)
             copied = safefs.copy_tree(path, ".", ws.root, "src", links="keep",
-                                      skip=lambda rel: rel in (".xbuild", inside) or is_credential(rel))
+                                      skip=lambda rel: rel in (".xbuild", inside) or is_credential(
+                                          rel, lambda: safefs.read_bytes(path, rel, max_bytes=PEEK_BYTES)))
             return [f"{rel} ({'credential file' if why == 'left out' else why})" for rel, why in copied.skipped
                     if rel not in (".xbuild", inside)]
         if tarfile.is_tarfile(path):
@@ -171,7 +196,8 @@ def _workspace_inside(source: Path, root: Path) -> str | None:
 
 def _drop_credentials(src: Path) -> list[str]:
     """Delete credential files a download or an archive brought in (they are never needed to build)."""
-    found = [e.rel for e in safefs.walk_files(src) if is_credential(e.rel)]
+    found = [e.rel for e in safefs.walk_files(src)
+             if is_credential(e.rel, lambda rel=e.rel: safefs.read_bytes(src, rel, max_bytes=PEEK_BYTES))]
     for rel in found:
         parts = Path(rel).parts
         top = next((i for i, part in enumerate(parts) if part in CREDENTIAL_DIRS), None)

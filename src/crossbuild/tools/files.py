@@ -49,7 +49,8 @@ def _list_files(ctx: RunContext, args: ListFilesArgs, real: Path) -> ToolResult:
             return
         for e in entries:
             rel = Path(e.path)
-            if paths.is_credential(rel):
+            if paths.is_credential(rel, lambda rel=rel: safefs.read_bytes(rel.parent, rel.name,
+                                                                         max_bytes=paths.PEEK_BYTES)):
                 hidden += 1
                 continue
             if len(lines) >= MAX_LIST_ENTRIES:
