@@ -406,13 +406,17 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
             assert data["debian_rules"]["configure_args"] == ["-DWALK_DOCS=OFF"]
             assert data["debian_rules"]["dropped_args"] == ["-DLIBDIR=lib/$(DEB_HOST_MULTIARCH)"]
 
+            # a cwd that does not exist yet is made (and recorded, for the clean rebuild) before the command runs
             r = await c.call_tool("run_command", {"command": "cmake -S ../src -B .", "cwd": "out"})
-            assert r.is_error and r.structured_content["error_type"] == "not_found"
-            assert "mkdir -p out" in _text(r)
+            assert r.is_error and r.structured_content["error_type"] == "command_failed"
+            assert "(cwd out/ did not exist: made first, as `mkdir -p out`)" in _text(r)
+            assert "Could NOT find ZLIB" in _text(r) and 'build_dependency(name="ZLIB")' in _text(r)
 
             r = await c.call_tool("run_command", {"command": "cmake -S src -B build"})
             assert r.is_error and "Could NOT find ZLIB" in _text(r)
-            assert 'build_dependency(name="ZLIB")' in _text(r)
+            # the knowledge was shown once; the diagnosis read from CMake's own records is shown every time
+            assert "find_package(ZLIB REQUIRED) failed at src/CMakeLists.txt" in _text(r)
+            assert "build_dependency(name='ZLIB')" in _text(r)
             r = await c.call_tool("build_dependency", {"name": "ZLIB"})
             assert not r.is_error, _text(r)
             r = await c.call_tool("run_command", {"command": "cmake -S src -B build"})

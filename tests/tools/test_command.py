@@ -115,11 +115,21 @@ def test_the_zig_cache_layer_is_made_by_the_first_command_not_by_opening_the_con
     assert (layer / "h").stat().st_ino == first  # not made again by the context's later commands
 
 
-def test_cwd_must_be_a_folder_in_the_workspace(call):
+def test_cwd_must_be_a_folder_in_the_workspace(ctx, call):
     assert call("run_command", {"command": "ls", "cwd": "src/CMakeLists.txt"}).error_type == "invalid_arguments"
     assert call("run_command", {"command": "ls", "cwd": "../.."}).error_type == "permission_denied"
-    missing = call("run_command", {"command": "ls", "cwd": "nope"})
-    assert missing.error_type == "not_found" and 'run_command(command="mkdir -p nope")' in missing.hint
+    # a missing folder in the workspace is made, and recorded as a step a clean rebuild replays
+    made = call("run_command", {"command": "ls", "cwd": "out/deeper"})
+    assert made.ok and "(cwd out/deeper/ did not exist: made first, as `mkdir -p out/deeper`)" in made.message
+    assert (ctx.root / "out" / "deeper").is_dir()
+    from crossbuild.tools.build import replay_steps
+    assert [s.argv for s in replay_steps(ctx)][:1] == [("mkdir", "-p", "out/deeper")]
+    # never outside the workspace, nor in crossbuild's own folder, nor through a link
+    assert call("run_command", {"command": "ls", "cwd": "../elsewhere"}).error_type == "permission_denied"
+    assert call("run_command", {"command": "ls", "cwd": ".xbuild/new"}).error_type == "permission_denied"
+    (ctx.root / "link").symlink_to(ctx.root.parent)
+    assert call("run_command", {"command": "ls", "cwd": "link/made-outside"}).error_type == "permission_denied"
+    assert not (ctx.root.parent / "made-outside").exists() and not (ctx.root.parent.parent / "elsewhere").exists()
 
 
 def test_the_cut_is_the_one_the_description_promises(ctx, call, tools):

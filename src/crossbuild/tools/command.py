@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from crossbuild.foundation import safefs
 from crossbuild.kb.base import error_fingerprint
 from crossbuild.tools import diagnose, paths
 from crossbuild.tools.base import BadArguments, ErrorType, NotFound, PermissionDenied, Tool, ToolArgs, ToolResult
@@ -50,7 +51,8 @@ class RunCommandArgs(ToolArgs):
     command: str = Field(min_length=1, max_length=8_000,
                          description="One command line, e.g. 'cmake -S src -B build' or 'make -C build -j2'. "
                                      "Parsed like a shell would split words; no pipes, &&, redirection or $VARS.")
-    cwd: str = Field(".", description="Folder to run in, relative to the workspace root.")
+    cwd: str = Field(".", description="Folder to run in, relative to the workspace root (made first when it does "
+                                      "not exist, e.g. a new build folder).")
     env: dict[str, str] = Field(default_factory=dict, max_length=20,
                                 description="Extra environment variables for this command only, e.g. "
                                             "{\"CFLAGS\": \"-O2\"} or {\"CROSSBUILD_NO_WERROR\": \"1\"} (drops "
@@ -149,11 +151,9 @@ def _collect(text: str, found: list[str], depth: int) -> None:
 
 def _authorize(ctx: RunContext, args: RunCommandArgs) -> AuthorizedCommand:
     cwd = paths.resolve(ctx, args.cwd, must_exist=False)
-    if not os.path.lexists(cwd):
-        shown = paths.display(ctx, cwd)
-        raise NotFound(f"cwd {shown!r} does not exist yet.",
-                       hint=f"create it first: run_command(command=\"mkdir -p {shown}\"), then run this again")
-    if not cwd.is_dir():
+    if not os.path.lexists(cwd):  # made by _run, as a model wants: where a new file may go, a new folder may too
+        cwd = paths.resolve(ctx, args.cwd, must_exist=False, write=True)
+    elif not cwd.is_dir():
         raise BadArguments(f"cwd {args.cwd!r} is not a folder.", hint="cwd is a folder relative to the workspace")
     argv = split_command(args.command)
     if not argv:
@@ -199,8 +199,26 @@ def _authorize(ctx: RunContext, args: RunCommandArgs) -> AuthorizedCommand:
     return AuthorizedCommand(argv=argv, cwd=cwd, env=_authorize_env(ctx, args.env, cwd))
 
 
+def _make_cwd(ctx: RunContext, cwd: Path) -> str | None:
+    """Create the missing folder CWD in the workspace (never through a link) and record it as a `mkdir -p` step,
+    so a clean rebuild makes it too; its shown path, or None when it was there."""
+    if os.path.lexists(cwd):
+        return None
+    shown = paths.display(ctx, cwd)
+    try:
+        with safefs.open_dir(ctx.root.resolve(), cwd.relative_to(ctx.root.resolve()), create=True):
+            pass
+    except (OSError, ValueError) as e:
+        raise NotFound(f"cwd {shown!r} does not exist and cannot be made ({e}).",
+                       hint="give a folder inside the workspace, such as build") from None
+    ctx.record(CommandRecord(argv=["mkdir", "-p", shown], cwd=".", exit_code=0, stopped=None, log="",
+                             duration_s=0.0))
+    return shown
+
+
 def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> ToolResult:
     stem = re.sub(r"[^A-Za-z0-9]+", "-", Path(auth.argv[0]).name).strip("-") or "cmd"
+    made = _make_cwd(ctx, auth.cwd)
     log = ctx.next_log(stem)
     limits = dataclasses.replace(ctx.command_limits, timeout_s=float(args.timeout))
     ctx.ready_to_build()
@@ -225,7 +243,8 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     else:
         status = f"[exit={res.returncode}]"
     body, lines = summarize_log(log, skip_header=2)
-    message = f"{status} {shlex.join(auth.argv)}  ({res.duration_s:.1f}s)\n{body}\n" \
+    made_note = f"(cwd {made}/ did not exist: made first, as `mkdir -p {made}`)\n" if made else ""
+    message = f"{status} {shlex.join(auth.argv)}  ({res.duration_s:.1f}s)\n{made_note}{body}\n" \
               f"[full log: {shown_log} ({lines} lines) — page it with read_file]"
     data = {"exit_code": res.returncode, "stopped": res.stopped, "log": shown_log, "log_lines": lines,
             "argv": auth.argv, "env": auth.env, "cwd": paths.display(ctx, auth.cwd),
