@@ -21,6 +21,8 @@ LABELLED = {
     "fmt": "fmtlib", "spdlog": "spdlog", "absl": "abseil", "yaml-cpp": "yaml-cpp", "pugixml": "pugixml",
     "double-conversion": "double-conversion", "glog": "google-glog", "gflags": "gflags", "re2": "re2",
     "Snappy": "snappy", "nlohmann_json": "nlohmann-json3", "benchmark": "benchmark",
+    # CMake modules in an Architecture: all package (no -dev), under share/<name>/cmake/ (KDE's projects need it)
+    "ECM": "extra-cmake-modules",
     # pkg-config modules
     "zlib": "zlib", "libpng": "libpng1.6", "libzstd": "libzstd", "liblzma": "xz-utils", "libcurl": "curl",
     "libxml-2.0": "libxml2", "libffi": "libffi", "glib-2.0": "glib2.0", "libpcre2-8": "pcre2", "libssl": "openssl",

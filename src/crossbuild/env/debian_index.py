@@ -82,7 +82,9 @@ def resolve(name: str, *, progress=lambda _: None) -> Resolution:
                                   "ON b.binary = f.binary WHERE f.path GLOB ? LIMIT 20", (pattern,)).fetchall()
                 for path, binary, source in rows:
                     source = source or binary
-                    if binary.endswith("-dev") or path.startswith("usr/include/"):
+                    # development files: a -dev package's, a header, or what find_package or pkg-config reads,
+                    # whatever the package is called (an Architecture: all package of CMake modules)
+                    if binary.endswith("-dev") or path.startswith("usr/include/") or path.endswith(_CONSUMED):
                         votes[source] += weight
                         line = f"{path} in {binary} (source {source})"
                         if len(evidence) < 6 and line not in evidence:
@@ -94,6 +96,9 @@ def resolve(name: str, *, progress=lambda _: None) -> Resolution:
         db.close()
     shown = [p for tier in tiers for p, _ in tier][:4]
     return Resolution(name, None, [f"no file of {', '.join(shown)} in the index"])
+
+
+_CONSUMED = ("Config.cmake", "-config.cmake", ".pc")
 
 
 def _wanted_files(name: str) -> list[list[tuple[str, int]]]:
@@ -108,6 +113,8 @@ def _wanted_files(name: str) -> list[list[tuple[str, int]]]:
            (f"usr/lib/{TRIPLET}/cmake/*/{n}Config.cmake", 3),
            (f"usr/lib/{TRIPLET}/cmake/*/{n.lower()}-config.cmake", 3),
            (f"usr/lib/cmake/*/{n}Config.cmake", 3), (f"usr/share/cmake/*/{n}Config.cmake", 3),
+           # CMake's search also looks in <prefix>/share/<name>*/cmake/ (extra-cmake-modules' ECM)
+           (f"usr/share/{n}*/cmake/{n}Config.cmake", 3), (f"usr/lib/{TRIPLET}/{n}*/cmake/{n}Config.cmake", 3),
            (f"usr/lib/{TRIPLET}/lib{lib.lower()}.so", 2), (f"usr/lib/{TRIPLET}/lib{lib}.so", 2)]
     if "-" in lib:  # a folder or project name (deps/http-parser) whose library is named with _: libhttp_parser.so
         own.append((f"usr/lib/{TRIPLET}/lib{lib.lower().replace('-', '_')}.so", 2))
