@@ -108,3 +108,11 @@ def test_the_build_systems_own_settings_are_never_offered(tmp_path):
                                                 "if(CMAKE_SKIP_THINGS AND T_TLS)\nmessage(FATAL_ERROR \"no\")\n"
                                                 "endif()\n"})
     assert d is not None and [s.name for s in d.switches] == ["T_TLS"]
+
+
+def test_a_module_include_could_not_find_is_what_was_missing_and_only_that_include(tmp_path):
+    d = _configure(tmp_path, {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(k NONE)\n"
+                                                "include(cmake/own.cmake)\n",
+                              "cmake/own.cmake": "include(ECMNowhereModule)\n"})
+    assert d is not None and d.failed == "include(ECMNowhereModule)" and d.chain == ("src/CMakeLists.txt:3 include()",)
+    assert d.missing == ("ECMNowhereModule.cmake",)  # not the project's own include that led there

@@ -70,3 +70,8 @@ def test_deps_resolve_prints_the_answer_and_the_files_that_show_it():
     assert debian_index.resolve("Python").source != "dlib"  # a vendored dlib/python.h is no evidence
     r = cb("deps", "resolve", "NoSuchThingAnywhere")
     assert r.returncode == 1 and "unknown" in r.stdout
+
+
+def test_a_cmake_module_by_file_name_resolves_to_the_package_that_ships_it():
+    assert debian_index.resolve("ECMSetupVersion.cmake").source == "extra-cmake-modules"
+    assert debian_index.resolve("NoSuchModuleAnywhere.cmake").source is None

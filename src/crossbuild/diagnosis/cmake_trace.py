@@ -48,6 +48,9 @@ def read(trace: tuple[Path, str], log: str, *, root: Path, source: str, cache: s
     files: dict[str, list[cmake_lists.Command]] = {}
     branches = [(r, b) for r in own for b in _branches(r, root, files)]
     missing = [name for r in reversed(own) for name in _looked_for(r)]
+    if failing["cmd"] == "include" and failing["args"] and cmake_lists.is_name(str(failing["args"][0])):
+        # a module by name that include() could not find (ECMSetupVersion), which a package provides
+        missing.insert(0, f"{failing['args'][0]}.cmake")
     for _record, branch in branches:  # `if(NOT TLS_FOUND) message(FATAL_ERROR ...)`: what TLS looked for
         for condition, held in branch.conditions:
             for name, value in cmake_lists.switch_terms(condition.args, held).items():

@@ -98,7 +98,7 @@ def resolve(name: str, *, progress=lambda _: None) -> Resolution:
     return Resolution(name, None, [f"no file of {', '.join(shown)} in the index"])
 
 
-_CONSUMED = ("Config.cmake", "-config.cmake", ".pc")
+_CONSUMED = (".cmake", ".pc")  # Config files and the modules include() reads
 
 
 def _wanted_files(name: str) -> list[list[tuple[str, int]]]:
@@ -106,6 +106,8 @@ def _wanted_files(name: str) -> list[list[tuple[str, int]]]:
     package: the file itself where it belongs, then what CMake's Find module searches for, then looser places."""
     n = name.strip().removeprefix("-l")
     n = re.sub(r"::.*$", "", n)  # PNG::PNG -> PNG
+    if n.endswith(".cmake") and "/" not in n:  # a module include() could not find (ECMSetupVersion.cmake)
+        return [[(f"usr/share/*/{n}", 3), (f"usr/share/*/*/{n}", 3), (f"usr/lib/{TRIPLET}/cmake/*/{n}", 3)]]
     if n.endswith((".h", ".hpp", ".hh")) or "/" in n:
         return [[(f"usr/include/{n}", 3), (f"usr/include/{TRIPLET}/{n}", 3)], [(f"usr/include/*/{n}", 1)]]
     lib = re.sub(r"^lib", "", n) if n.lower().startswith("lib") and len(n) > 4 else n
