@@ -1494,3 +1494,27 @@ def test_a_meson_feature_option_that_requires_a_missing_dependency_is_turned_off
     r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
     assert out["status"] == "verified", out["message"]
     assert "built without gizmo-tls-nowhere: secure=disabled" in out["message"]
+
+
+@pytest.mark.slow
+def test_a_header_only_dependency_is_installed_into_the_prefix_and_found(tmp_path):
+    """A header-only library (CMake config and a header, nothing to build): its own verdict refuses it for having
+    no binary, but nothing built means nothing for the wrong machine; its installed files are what the consumer
+    needs, and the consumer finds them and verifies."""
+    _project(tmp_path / "hdr", {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(Hdr C)\nadd_library(hdr INTERFACE)\n"
+                          "target_include_directories(hdr INTERFACE $<INSTALL_INTERFACE:include>)\n"
+                          "install(TARGETS hdr EXPORT HdrTargets)\ninstall(FILES hdr.h DESTINATION include)\n"
+                          "install(EXPORT HdrTargets NAMESPACE Hdr:: DESTINATION lib/cmake/Hdr FILE HdrConfig.cmake)\n",
+        "hdr.h": "static inline int hdr_answer(void) { return 42; }\n"})
+    (tmp_path / "hdr" / "main.c").unlink()
+    project = _project(tmp_path / "uses", {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(uses C)\nfind_package(Hdr REQUIRED)\n"
+                          "add_executable(uses main.c)\ntarget_link_libraries(uses Hdr::hdr)\ninstall(TARGETS uses)\n",
+        "main.c": "#include <hdr.h>\nint main(void){return hdr_answer() == 42 ? 0 : 1;}\n"})
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "--prefix", str(tmp_path / "prefix"),
+                    "--dep-source", f"Hdr={tmp_path / 'hdr'}")
+    assert out["status"] == "verified", out["message"]
+    calls = _dependency_calls(tmp_path / "runs.db", out["run_id"])
+    assert [c["data"]["name"] for c in calls] == ["Hdr"] and calls[0]["ok"]
+    assert (tmp_path / "prefix" / "include" / "hdr.h").is_file()

@@ -17,6 +17,7 @@ from crossbuild.env import dependency_cache as deps
 from crossbuild.env import recipes, workspace
 from crossbuild.foundation import safefs
 from crossbuild.models.planner import Planner
+from crossbuild.proof.binary_formats import sniff
 from crossbuild.tools.context import RunContext
 from crossbuild.trace.store import Trace
 
@@ -126,7 +127,11 @@ class DependencyBuilder:
         outcome = Agent(Planner(), sub, source=source, trace=self.trace, on_event=self.emit,
                         budgets=Budgets(max_steps=40), config={"dependency_of": str(ctx.root)}).run()
         staged = stage / str(ctx.prefix).lstrip("/")
-        if not outcome.ok or not staged.is_dir():
+        if not outcome.ok and staged.is_dir() and (kept := installed_files_only(outcome.verify, staged)):
+            # a header-only library or a package of CMake modules: nothing was built, so nothing is for the wrong
+            # machine; what it installed is what a consumer needs
+            self.emit(Event("dependency_files_only", {"source": source, "files": kept}))
+        elif not outcome.ok or not staged.is_dir():
             why = outcome.message if not outcome.ok else "it installed nothing into the staging folder"
             return DependencyOutcome(False, pkg.source, pkg.source,
                                      f"cross-building {source} failed ({outcome.stop_reason}): {why[:400]} "
@@ -141,6 +146,25 @@ class DependencyBuilder:
                                      f"{e.strerror}); nothing was taken (workspace {ws.root})")
         safefs.remove_tree(ctx.xbuild, tmp.name)
         return entry
+
+
+_CONSUMED = re.compile(r"\.(h|hh|hpp|hxx|inl|ipp|tcc|pc|cmake)$", re.IGNORECASE)
+
+
+def installed_files_only(report, staged: Path) -> int:
+    """When a dependency's verdict refused it only because nothing was built, and its staged install holds files a
+    consumer reads (headers, pkg-config and CMake files) and no binary at all: how many such files, else 0."""
+    if report is None or (report.counts and any(report.counts.values())):
+        return 0
+    consumed = 0
+    for entry in safefs.walk_files(staged):
+        if not stat.S_ISREG(entry.st.st_mode):
+            continue
+        with os.fdopen(safefs.open_regular_at(entry.dir_fd, entry.name, max_bytes=None), "rb") as f:
+            if sniff(f.read(8)) is not None:
+                return 0  # a binary was installed: the verdict's refusal stands
+        consumed += bool(_CONSUMED.search(entry.name))
+    return consumed
 
 
 def _own_target(root: Path, name: str) -> str | None:
