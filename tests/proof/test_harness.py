@@ -445,3 +445,30 @@ def test_a_test_that_cannot_run_alone_does_not_end_the_search_for_one_that_can()
     assert harness_tie.runnable_alone(runs, meson) == [
         (runs[3], ["/usr/bin/meson", "test", "--no-rebuild", "quick"]),
         (runs[2], ["/usr/bin/meson", "test", "--no-rebuild", "roundtrip"])]
+
+
+def test_a_test_stopped_at_its_limit_passes_when_run_again_alone_with_longer(tmp_path):
+    """Real ctest in bubblewrap on a native build: `slow` takes 3 s and the limit is 2 s, so it is stopped; run
+    again alone with three times the limit it passes, and its run says so. `hangs` never ends: it stays stopped.
+    (At the verify tool's limits a test would need minutes to show this: the limit is this call's.)"""
+    import subprocess
+
+    from crossbuild.env.sandbox import BubblewrapSandbox
+
+    src, build = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(slow NONE)\nenable_testing()\n"
+        "add_test(NAME quick COMMAND true)\nadd_test(NAME slow COMMAND sleep 3)\n"
+        "add_test(NAME hangs COMMAND sleep 60)\n")
+    subprocess.run(["cmake", "-S", str(src), "-B", str(build)], check=True, capture_output=True, timeout=120)
+    found = harness.find(build)
+    box = BubblewrapSandbox(rw_paths=[tmp_path])
+    env = {"PATH": "/usr/bin:/bin"}
+    runs = harness.run(found, build, box, env, 2.0, 1.0, tmp_path, tmp_path)
+    by_name = {r.path: r for r in runs}
+    assert by_name["slow"].stopped == "timeout" and by_name["hangs"].stopped == "timeout"
+    harness._slow_alone_again(runs, found, build, box, env, 2.0, 1.0, tmp_path, tmp_path)
+    assert by_name["slow"].passed and not by_name["slow"].failed and by_name["slow"].stopped is None
+    assert by_name["slow"].why.startswith("passed in 3 s when run again alone with 6 s")
+    assert by_name["hangs"].failed and by_name["hangs"].stopped == "timeout"
