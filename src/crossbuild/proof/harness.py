@@ -50,6 +50,7 @@ SUITE_S = 150.0
 ALONE_AGAIN = 8  # failed tests of a harness that ran them side by side, run again one at a time
 SLOW_AGAIN = 2  # tests stopped at their limit, run again alone with SLOW_FACTOR times as long
 SLOW_FACTOR = 3.0
+SLOW_MAX_S = 600.0  # never longer than this: a test that already ran minutes is not given three times as many
 
 
 def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: Toolchain, box: Sandbox,
@@ -149,14 +150,16 @@ def _failed_alone_again(runs: list[SmokeRun], harness: Harness, root: Path, box:
 def _slow_alone_again(runs: list[SmokeRun], harness: Harness, root: Path, box: Sandbox, env: dict[str, str],
                       limit: float, scale: float, log_dir: Path, within: Path) -> None:
     """A test stopped at its limit may only be slower under emulation than the measured slowdown allows, or slowed
-    by the tests beside it: the first SLOW_AGAIN run again alone with SLOW_FACTOR times the limit. One that then
+    by the tests beside it: the first SLOW_AGAIN whose limit came within seconds or minutes (never one that already
+    ran for SLOW_MAX_S / SLOW_FACTOR) run again alone with SLOW_FACTOR times the time they had. One that then
     passes, with nothing else in that run failing, passed: its run replaces the first, and says how long it took.
     A limit the project set on the test itself (CTest's TIMEOUT property) is the project's, and stays."""
-    slow = [r for r in runs if r.failed and r.stopped == "timeout" and r.harness][:SLOW_AGAIN]
+    slow = [r for r in runs if r.failed and r.stopped == "timeout" and r.harness
+            and max(r.duration_s, 1.0) * SLOW_FACTOR <= SLOW_MAX_S][:SLOW_AGAIN]
     for n, r in enumerate(slow):
         if (argv := tie.one_test(harness, r.path)) is None:
             continue
-        longer = limit * SLOW_FACTOR
+        longer = min(limit, max(r.duration_s, 1.0)) * SLOW_FACTOR
         # the limit where the harness takes one (CTest), the multiplier where it scales its own (meson test)
         results = run(dataclasses.replace(harness, argv=argv), root, box, env, longer, scale * SLOW_FACTOR, log_dir,
                       within, jobs=1, log_name=f"harness-slow-{n}.log", total=longer + 60)
