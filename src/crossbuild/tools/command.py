@@ -11,10 +11,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from crossbuild.foundation import safefs
 from crossbuild.kb.base import error_fingerprint
 from crossbuild.tools import diagnose, paths
-from crossbuild.tools.base import BadArguments, ErrorType, NotFound, PermissionDenied, Tool, ToolArgs, ToolResult
+from crossbuild.tools.base import BadArguments, ErrorType, PermissionDenied, Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import CommandRecord, RunContext
 from crossbuild.tools.knowledge import attach_knowledge
 
@@ -200,19 +199,11 @@ def _authorize(ctx: RunContext, args: RunCommandArgs) -> AuthorizedCommand:
 
 
 def _make_cwd(ctx: RunContext, cwd: Path) -> str | None:
-    """Create the missing folder CWD in the workspace (never through a link) and record it as a `mkdir -p` step,
-    so a clean rebuild makes it too; its shown path, or None when it was there."""
-    if os.path.lexists(cwd):
-        return None
-    shown = paths.display(ctx, cwd)
-    try:
-        with safefs.open_dir(ctx.root.resolve(), cwd.relative_to(ctx.root.resolve()), create=True):
-            pass
-    except (OSError, ValueError) as e:
-        raise NotFound(f"cwd {shown!r} does not exist and cannot be made ({e}).",
-                       hint="give a folder inside the workspace, such as build") from None
-    ctx.record(CommandRecord(argv=["mkdir", "-p", shown], cwd=".", exit_code=0, stopped=None, log="",
-                             duration_s=0.0))
+    """The missing folder CWD made (paths.make_folder) and recorded as a `mkdir -p` step, so a clean rebuild makes
+    it too; its shown path, or None when it was there."""
+    if (shown := paths.make_folder(ctx, cwd)) is not None:
+        ctx.record(CommandRecord(argv=["mkdir", "-p", shown], cwd=".", exit_code=0, stopped=None, log="",
+                                 duration_s=0.0))
     return shown
 
 

@@ -144,3 +144,19 @@ def _deny_outside(ctx: RunContext, path: str, joined: Path, real: Path, roots: t
         why = f"{path!r} climbs out of the workspace with '..' (it resolves to {real})."
         hint = "stay inside the workspace; the project is in src/ and builds go in build/"
     raise PermissionDenied(why, hint=hint + "; do not try other spellings of the same path")
+
+
+def make_folder(ctx: RunContext, real: Path) -> str | None:
+    """Make the missing folder REAL (checked to lie in the workspace) and its missing parents, never through a
+    link; its shown path, or None when it was there. Raises NotFound when it cannot be made."""
+    if os.path.lexists(real):
+        return None
+    shown = display(ctx, real)
+    try:
+        root = ctx.root.resolve()
+        with safefs.open_dir(root, real.relative_to(root), create=True):
+            pass
+    except (OSError, ValueError) as e:
+        raise NotFound(f"cwd {shown!r} does not exist and cannot be made ({e}).",
+                       hint="give a folder inside the workspace, such as build") from None
+    return shown
