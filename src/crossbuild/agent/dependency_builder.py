@@ -17,7 +17,7 @@ from crossbuild.env import dependency_cache as deps
 from crossbuild.env import recipes, workspace
 from crossbuild.foundation import safefs
 from crossbuild.models.planner import Planner
-from crossbuild.proof.binary_formats import sniff
+from crossbuild.proof.artifacts import scan_tree
 from crossbuild.tools.context import RunContext
 from crossbuild.trace.store import Trace
 
@@ -153,18 +153,14 @@ _CONSUMED = re.compile(r"\.(h|hh|hpp|hxx|inl|ipp|tcc|pc|cmake)$", re.IGNORECASE)
 
 def installed_files_only(report, staged: Path) -> int:
     """When a dependency's verdict refused it only because nothing was built, and its staged install holds files a
-    consumer reads (headers, pkg-config and CMake files) and no binary at all: how many such files, else 0."""
+    consumer reads (headers, pkg-config and CMake files) and no binary at all (the verifier's own scan, by
+    content): how many such files, else 0."""
     if report is None or (report.counts and any(report.counts.values())):
         return 0
-    consumed = 0
-    for entry in safefs.walk_files(staged):
-        if not stat.S_ISREG(entry.st.st_mode):
-            continue
-        with os.fdopen(safefs.open_regular_at(entry.dir_fd, entry.name, max_bytes=None), "rb") as f:
-            if sniff(f.read(8)) is not None:
-                return 0  # a binary was installed: the verdict's refusal stands
-        consumed += bool(_CONSUMED.search(entry.name))
-    return consumed
+    scan = scan_tree(staged)
+    if scan.incomplete or scan.artifacts or scan.probe_artifacts or scan.not_binaries or scan.linker_temporaries:
+        return 0  # a binary was installed (or something named like one): the verdict's refusal stands
+    return sum(1 for e in safefs.walk_files(staged) if stat.S_ISREG(e.st.st_mode) and _CONSUMED.search(e.name))
 
 
 def _own_target(root: Path, name: str) -> str | None:
