@@ -73,6 +73,11 @@ def is_credential(path: str | Path, read: Callable[[], bytes | None] | None = No
     return content is None or not public_pem(content)
 
 
+def peek(anchor: str | Path, rel: str | Path) -> Callable[[], bytes]:
+    """What is_credential reads of ANCHOR/REL when its name needs its content: at most PEEK_BYTES, no link followed."""
+    return lambda: safefs.read_bytes(anchor, rel, max_bytes=PEEK_BYTES)
+
+
 def public_pem(content: bytes) -> bool:
     """Whether CONTENT holds PEM blocks and every one is public (certificates, public keys, CRLs, parameters)."""
     blocks = _ANY_BLOCK.findall(content)
@@ -174,7 +179,7 @@ def _fill(source: str, ws: Workspace) -> list[str]:
             inside = _workspace_inside(path, ws.root)
             copied = safefs.copy_tree(path, ".", ws.root, "src", links="keep",
                                       skip=lambda rel: rel in (".xbuild", inside) or is_credential(
-                                          rel, lambda: safefs.read_bytes(path, rel, max_bytes=PEEK_BYTES)))
+                                          rel, peek(path, rel)))
             return [f"{rel} ({'credential file' if why == 'left out' else why})" for rel, why in copied.skipped
                     if rel not in (".xbuild", inside)]
         if tarfile.is_tarfile(path):
@@ -197,7 +202,7 @@ def _workspace_inside(source: Path, root: Path) -> str | None:
 def _drop_credentials(src: Path) -> list[str]:
     """Delete credential files a download or an archive brought in (they are never needed to build)."""
     found = [e.rel for e in safefs.walk_files(src)
-             if is_credential(e.rel, lambda rel=e.rel: safefs.read_bytes(src, rel, max_bytes=PEEK_BYTES))]
+             if is_credential(e.rel, peek(src, e.rel))]
     for rel in found:
         parts = Path(rel).parts
         top = next((i for i, part in enumerate(parts) if part in CREDENTIAL_DIRS), None)

@@ -157,9 +157,10 @@ class RunContext:
     def next_log(self, stem: str) -> Path:
         """A fresh log file under .xbuild/logs/ (numbered, so every command's full output stays on disk; a reopened
         workspace continues after the logs it already has)."""
-        while True:  # a number is used once, whatever the stem of the log that has it
+        used = {name[:5] for name in os.listdir(self.toolchain.logs)}  # a number is used once, whatever the stem
+        while True:
             number = f"{next(self._log_seq):04d}-"
-            if not any(name.startswith(number) for name in os.listdir(self.toolchain.logs)):
+            if number not in used:
                 return self.toolchain.logs / f"{number}{stem}.log"
 
     def record(self, command: CommandRecord) -> None:

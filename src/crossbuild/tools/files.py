@@ -49,8 +49,7 @@ def _list_files(ctx: RunContext, args: ListFilesArgs, real: Path) -> ToolResult:
             return
         for e in entries:
             rel = Path(e.path)
-            if paths.is_credential(rel, lambda rel=rel: safefs.read_bytes(rel.parent, rel.name,
-                                                                         max_bytes=paths.PEEK_BYTES)):
+            if paths.is_credential(rel, paths.peek(rel.parent, rel.name)):
                 hidden += 1
                 continue
             if len(lines) >= MAX_LIST_ENTRIES:

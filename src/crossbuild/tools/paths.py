@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from crossbuild.env import sources
-from crossbuild.env.workspace import PEEK_BYTES, is_credential
+from crossbuild.env.workspace import is_credential, peek
 from crossbuild.foundation import safefs
 from crossbuild.tools.base import BadArguments, NotFound, PermissionDenied
 from crossbuild.tools.context import RunContext
@@ -108,8 +108,8 @@ def resolve(ctx: RunContext, path: str, *, write: bool = False, must_exist: bool
                        hint="call again once the build that changes it has finished") from None
     if not any(is_within(real, r) for r in roots):
         _deny_outside(ctx, path, joined, real, roots)
-    peek = (lambda: safefs.read_bytes(real.parent, real.name, max_bytes=PEEK_BYTES)) if exists else (lambda: None)
-    if is_credential(real, peek) or is_credential(joined, peek):
+    content = peek(real.parent, real.name) if exists else lambda: None
+    if is_credential(real, content) or is_credential(joined, content):
         raise PermissionDenied(
             f"{path!r} looks like a credential file (keys, tokens, .env); tools never read or write those.",
             hint="a cross build needs no secrets; do not try to reach it under another name")
