@@ -94,6 +94,6 @@ def test_build_dependency_tool_reuses_the_cache_in_milliseconds(cache, tmp_path)
     asked = time.monotonic()
     bad = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "libnosuch"}))
     took = time.monotonic() - asked
-    assert took - 0.05 <= bad.data["seconds"] <= took  # the whole call, also when it fails
+    assert took - 0.05 <= bad.data["seconds"] <= took + 0.0005  # the whole call, also when it fails (to the ms)
     assert bad.error_type == "command_failed" and "no Debian package ships a file that provides" in bad.message
     assert "finish" not in bad.hint  # the MCP surface has no finish tool: the hint asks for a report
