@@ -488,7 +488,7 @@ class Planner:
             return False
         tried = self._tried_dependencies()
         switches = [w for w in diagnosis.get("switches") or [] if not _HOW_BUILT.search(w["name"])
-                    and json.dumps({"kind": kind, "args": [w["arg"]]}, sort_keys=True) not in s.applied]
+                    and _action_key({"kind": kind, "args": [w["arg"]]}) not in s.applied]
         wanted = [m for m in diagnosis.get("missing") or [] if m.lower() not in tried]
         if wanted and "build_dependency" in self.tools:
             action = {"kind": "dependency", "name": wanted[0]}
@@ -558,7 +558,7 @@ class Planner:
         if s.system != "cmake" or s.split or step["argv"][:2] != ["cmake", "--build"]:
             return False
         if entry and "build_dependency" in self.tools and s.attempts < self.max_attempts and any(
-                a["kind"] == "dependency" and json.dumps(a, sort_keys=True) not in s.applied
+                a["kind"] == "dependency" and _action_key(a) not in s.applied
                 and a.get("when") in (None, s.system) for k in data.get("kb") or [] for a in k.get("actions", [])):
             s.split_later = {"data": data, "entry": entry, "first": first}
             return False  # a library the tests need (spdlog's catch2 header) is built first; split if that fails
@@ -680,7 +680,7 @@ class Planner:
             # the switch around the call that looked for it, read from the build system's record: no name guessing
             chosen = _innermost(governing)
             s.extra[kind].append(chosen["arg"])
-            s.applied.add(json.dumps({"kind": kind, "args": [chosen["arg"]]}, sort_keys=True))
+            s.applied.add(_action_key({"kind": kind, "args": [chosen["arg"]]}))
             s.notes.append(f"built without {name}: {chosen['arg'].removeprefix('-D')} ({chosen['why']})")
             if turns_tests_off(chosen["arg"]):
                 s.notes.append(f"tests not built: diagnosis: {chosen['arg']}")
@@ -709,7 +709,7 @@ class Planner:
         applied_any = False
         for entry in kb_entries:
             for action in entry.get("actions", []):
-                key = json.dumps(action, sort_keys=True)
+                key = _action_key(action)
                 if key in s.applied or (action.get("when") and action["when"] != s.system) or (
                         kinds is not None and action["kind"] not in kinds) or (
                         bool(action.get("turns_tests_off")) != tests_off):
@@ -787,6 +787,11 @@ _VERDICT_FIX_KINDS = frozenset({"cmake_args", "meson_args", "configure_args", "m
 # Options about how the project is built, never a feature to drop (libpng: a test links -lpng_shared, the project's
 # own target; turning PNG_SHARED off would remove the library itself).
 _HOW_BUILT = re.compile(r"SHARED|STATIC|PIC\b|INSTALL|FRAMEWORK|(^|_)LIBS?$", re.IGNORECASE)
+
+
+def _action_key(action: dict[str, Any]) -> str:
+    """How an applied action is remembered (PlannerState.applied): its canonical JSON."""
+    return json.dumps(action, sort_keys=True)
 
 
 def _innermost(switches: list[dict[str, Any]]) -> dict[str, Any]:
