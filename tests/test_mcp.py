@@ -105,6 +105,18 @@ def test_stdio_session_without_a_workspace_opens_one(tmp_path):
     anyio.run(main)
 
 
+class _Progress:
+    """A client's progress callback: what the server said, in order."""
+
+    def __init__(self):
+        self.numbers: list[float] = []
+        self.messages: list[str] = []
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.numbers.append(progress)
+        self.messages.append(message or "")
+
+
 def _cache_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith("CROSSBUILD_") or k == "ZIG_GLOBAL_CACHE_DIR"}
 
@@ -331,8 +343,13 @@ def test_knowledge_and_history_reach_an_mcp_client_and_survive_a_reconnect(tmp_p
 
     async def first_session():
         async with Client(params) as c:
-            r = await c.call_tool("open_workspace", {"source": str(project), "target": "aarch64-linux-musl"})
+            notes = _Progress()
+            r = await c.call_tool("open_workspace", {"source": str(project), "target": "aarch64-linux-musl"},
+                                  progress_callback=notes)
             seen["workspace"] = r.structured_content["data"]["workspace"]
+            # the long calls say what they are doing while they run: numbered so they only grow
+            assert notes.messages[:2] == [f"copying {project}", "leaving credential files out"], notes.messages
+            assert notes.numbers == list(range(1, len(notes.numbers) + 1))
             r = await c.call_tool("run_command", {"command": "cmake -E make_directory build"})
             assert not r.is_error
             r = await c.call_tool("run_command", {"command": "cmake -S src -B build"})
@@ -417,8 +434,17 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
             # the knowledge was shown once; the diagnosis read from CMake's own records is shown every time
             assert "find_package(ZLIB REQUIRED) failed at src/CMakeLists.txt" in _text(r)
             assert "build_dependency(name='ZLIB')" in _text(r)
-            r = await c.call_tool("build_dependency", {"name": "ZLIB"})
+            notes = _Progress()
+            r = await c.call_tool("build_dependency", {"name": "ZLIB"}, progress_callback=notes)
             assert not r.is_error, _text(r)
+            # built now: its source, its own build's commands and its verdict; reused: from the cache
+            assert notes.messages[-1] == ("zlib: reused from the dependency cache, installing into the prefix"
+                                          if r.structured_content["data"]["cached"] else
+                                          "zlib: installing into the prefix"), notes.messages
+            if not r.structured_content["data"]["cached"]:
+                assert any(m.startswith("downloading Debian source zlib") for m in notes.messages), notes.messages
+                assert any("cmake --build" in m for m in notes.messages), notes.messages
+                assert "reading every artifact's format and architecture" in notes.messages
             r = await c.call_tool("run_command", {"command": "cmake -S src -B build"})
             assert not r.is_error, _text(r)
 
@@ -462,9 +488,14 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
         async with Client(params) as c:
             r = await c.call_tool("open_workspace", {"workspace": seen["workspace"], "target": "aarch64-linux-musl"})
             assert not r.is_error, _text(r)
-            r = await c.call_tool("verify", {"path": "build", "rebuild": True})
+            notes = _Progress()
+            r = await c.call_tool("verify", {"path": "build", "rebuild": True}, progress_callback=notes)
             data = r.structured_content["data"]
             assert not r.is_error and "VERIFIED" in _text(r), _text(r)
+            assert notes.messages[:2] == ["clean rebuild: 5 recorded steps again from the pristine source",
+                                          "rebuild-1: mkdir -p out"], notes.messages
+            assert "test programs (walk_test): 1 of 1" in notes.messages or any(
+                "ctest" in m for m in notes.messages), notes.messages
             assert data["rebuild"]["ok"] and "clean rebuild: passed" in _text(r)
             assert [s["path"] for s in data["smoke_runs"]] == ["walk_test"]  # never the temporary
 
@@ -580,5 +611,70 @@ def test_a_test_that_fails_only_under_the_emulator_is_the_emulators_and_one_that
                     assert r.is_error and "NOT VERIFIED" in _text(r), _text(r)
                     assert runs["odd_test"]["triage"] == "failed", runs
                     assert "under qemu-user for x86_64-linux-musl: passed" in runs["odd_test"]["why"], runs
+
+    anyio.run(session)
+
+
+FOREVER_CMAKE = """\
+cmake_minimum_required(VERSION 3.16)
+project(forever C)
+enable_testing()
+add_executable(forever_test forever.c)
+add_test(NAME forever COMMAND forever_test)
+"""
+
+
+def _running_in(folder: Path) -> list[str]:
+    """The host's processes whose command line names FOLDER (a test program under qemu names its path)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if proc.name.isdigit() and str(folder) in cmdline:
+            found.append(cmdline)
+    return found
+
+
+@pytest.mark.slow
+def test_a_cancelled_verify_stops_its_test_programs_and_the_session_goes_on(tmp_path):
+    """A client cancels a verify whose test program never ends: the call stops, no process it started is left on
+    the host, and the session's next calls run (the cancel was for that call only)."""
+    project = tmp_path / "forever"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(FOREVER_CMAKE)
+    (project / "forever.c").write_text("#include <unistd.h>\nint main(void) { for (;;) sleep(1); }\n")
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path)], cwd=str(tmp_path),
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
+
+    async def session():
+        async with Client(params) as c:
+            r = await c.call_tool("open_workspace", {"source": str(project), "target": "aarch64-linux-musl"})
+            ws = Path(r.structured_content["data"]["workspace"])
+            for command in ("cmake -S src -B build", "cmake --build build"):
+                r = await c.call_tool("run_command", {"command": command})
+                assert not r.is_error, _text(r)
+            notes = _Progress()
+            scope = anyio.CancelScope()
+
+            async def verify():
+                with scope:
+                    await c.call_tool("verify", {"path": "build"}, progress_callback=notes)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(verify)
+                with anyio.fail_after(300):
+                    while not any("forever_test" in p for p in _running_in(ws)):
+                        await anyio.sleep(0.5)
+                assert any("ctest" in m for m in notes.messages), notes.messages  # it said what it was doing
+                scope.cancel()
+            with anyio.fail_after(40):  # the server waits for the work to stop before it forgets the call
+                while _running_in(ws):
+                    await anyio.sleep(0.5)
+            r = await c.call_tool("run_command", {"command": "cmake --build build"})
+            assert not r.is_error, _text(r)
+            r = await c.call_tool("verify", {"path": "build", "run_tests": False})
+            assert not r.is_error and r.structured_content["data"]["proof"] == "built", _text(r)
 
     anyio.run(session)

@@ -8,7 +8,9 @@ token.
 
 from __future__ import annotations
 
+import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from pydantic import Field, ValidationError
 from crossbuild import __version__, kb
 from crossbuild.env import sandbox, workspace
 from crossbuild.foundation import bearer
+from crossbuild.foundation.progress import Note, Watch
 from crossbuild.foundation.targets import UnknownTargetError, parse_target
 from crossbuild.tools import Toolset, default_toolset
 from crossbuild.tools.base import ErrorType, Tool, ToolArgs, ToolResult, _schema_error
@@ -117,7 +120,8 @@ class CrossbuildMCP:
                 hint="connect with sessions (legacy streamable HTTP or stdio), or start the server with a project: "
                      "crossbuild mcp SOURCE --target T --transport http")
         elif name == OPEN_WORKSPACE.name:
-            result = await anyio.to_thread.run_sync(self._open_workspace, state, params.arguments or {})
+            watch = Watch()
+            result = await _watched(ctx, watch, lambda: self._open_workspace(state, params.arguments or {}, watch))
         else:
             run_ctx = (state and state.ctx) or await anyio.to_thread.run_sync(self._default_ctx)
             if run_ctx is None:
@@ -125,7 +129,8 @@ class CrossbuildMCP:
                                     message="no workspace is open in this session.",
                                     hint="call open_workspace with a source (or workspace) and a target first")
             else:
-                result = await anyio.to_thread.run_sync(self.toolset.dispatch, run_ctx, name, params.arguments)
+                result = await _watched(ctx, run_ctx.watch,
+                                        lambda: self.toolset.dispatch(run_ctx, name, params.arguments))
         return to_mcp_result(result)
 
     # ---- sessions ---------------------------------------------------------------------------------------------
@@ -150,7 +155,7 @@ class CrossbuildMCP:
                 self._shared_default = self._make_ctx(source, ws, target)[0]
             return self._shared_default
 
-    def _open_workspace(self, state: SessionState, arguments: dict[str, Any]) -> ToolResult:
+    def _open_workspace(self, state: SessionState, arguments: dict[str, Any], watch: Watch) -> ToolResult:
         try:
             args = OpenWorkspaceArgs.model_validate(arguments, strict=True)
         except ValidationError as e:
@@ -160,7 +165,7 @@ class CrossbuildMCP:
                               hint="source: a folder, tarball, git URL or debian:NAME; workspace: a folder with src/")
         try:
             source, ws_dir = self._check_client_paths(args)
-            new, left_out = self._make_ctx(source, ws_dir, args.target)
+            new, left_out = self._make_ctx(source, ws_dir, args.target, note=watch.note)
         except OutsideRoots as e:
             return ToolResult(ok=False, error_type=ErrorType.PERMISSION_DENIED, message=str(e),
                               hint=f"use a folder inside {self.host_roots}, a git URL or debian:NAME; "
@@ -195,13 +200,14 @@ class CrossbuildMCP:
                              "pass the project as source to copy it into a new workspace")
         return source, str(real) if real is not None else None
 
-    def _make_ctx(self, source: str | None, ws_dir: str | None, target_name: str) -> tuple[RunContext, tuple[str, ...]]:
-        """The session's RunContext, and what of the source was not copied into the workspace."""
+    def _make_ctx(self, source: str | None, ws_dir: str | None, target_name: str,
+                  note: Callable[[str], None] | None = None) -> tuple[RunContext, tuple[str, ...]]:
+        """The session's RunContext, and what of the source was not copied into the workspace (NOTE: its phases)."""
         target = parse_target(target_name)
         left_out: tuple[str, ...] = ()
         if source:
             root = Path(ws_dir) if ws_dir else workspace.new_root(self.runs_dir, source, target.name)
-            ws = workspace.prepare(source, root)
+            ws = workspace.prepare(source, root, note=note)
             root, left_out = ws.root, ws.left_out
         else:
             root = Path(ws_dir or ".").resolve()
@@ -215,6 +221,47 @@ class CrossbuildMCP:
                                 dependency_builder=DependencyBuilder(),
                                 prefix=self.prefix_root / target.name if self.prefix_root else None)
         return ctx, left_out
+
+
+CANCEL_WAIT_S = 30.0  # a cancelled call's work is waited for this long (its process tree is killed at once)
+
+
+async def _watched(ctx: Any, watch: Watch, work: Callable[[], ToolResult]) -> ToolResult:
+    """WORK in a worker thread. Its progress notes go to the client as `notifications/progress` for this request
+    (when the request carries a progress token; the SDK sends nothing otherwise), numbered so they only grow. A
+    cancelled request (`notifications/cancelled`) sets the watch's cancel: the running command's process tree is
+    killed and no other starts; the work is waited for, so the request ends with nothing left running."""
+    session = getattr(ctx, "session", None)
+    sent = itertools.count(1)
+    ended = threading.Event()
+
+    def send(note: Note) -> None:
+        anyio.from_thread.run(session.report_progress, next(sent), None, note.text())
+
+    def run() -> ToolResult:
+        try:
+            return work()
+        finally:
+            watch.cancel.clear()  # the work has stopped: the session's next call starts afresh
+            ended.set()
+
+    with anyio.move_on_after(CANCEL_WAIT_S):  # a call cancelled just before is still stopping its work
+        while watch.cancel.is_set():
+            await anyio.sleep(0.05)
+    watch.sink = send if session is not None else None
+    try:
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        watch.sink = None
+        watch.cancel.set()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT_S):
+            while not ended.is_set():
+                await anyio.sleep(0.05)
+        if ended.is_set():
+            watch.cancel.clear()
+        raise
+    finally:
+        watch.sink = None
 
 
 def to_mcp_result(result: ToolResult) -> types.CallToolResult:

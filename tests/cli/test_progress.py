@@ -25,7 +25,17 @@ def test_json_streams_one_object_per_event_and_ends_with_the_outcome(tmp_path):
     events = [json.loads(line) for line in r.stdout.splitlines()]  # every line is one JSON object
     assert all(set(e) == {"event", "time", "data"} for e in events)
     kinds = [e["event"] for e in events]
-    assert kinds[0] == "workspace_prepared" and kinds[-2:] == ["finished", "outcome"]
+    # the workspace's preparation says its phases, then the run; the long calls say what they are doing
+    first = kinds.index("workspace_prepared")
+    assert first > 0 and set(kinds[:first]) == {"progress"} and kinds[-2:] == ["finished", "outcome"]
+    assert events[0]["data"]["message"] == f"copying {EXAMPLE}"
+    phases = [e["data"]["phase"] for e in events[first:] if e["event"] == "progress"]
+    assert any(p.startswith("clean rebuild: ") for p in phases), phases
+    assert "reading every artifact's format and architecture" in phases
+    counted = [e["data"] for e in events if e["event"] == "progress" and e["data"].get("total")]
+    assert any(d["phase"].startswith("test programs") or "ctest" in d["phase"] for d in counted), phases
+    assert all(0 < d["done"] <= d["total"] and d["message"].endswith(f"{d['done']} of {d['total']}")
+               for d in counted)
     for kind in ("run_started", "tool_call", "tool_result", "verify"):
         assert kind in kinds
     assert [e["time"] for e in events] == sorted(e["time"] for e in events)

@@ -108,10 +108,13 @@ def test_cancelling_one_build_from_its_page_leaves_the_other_running(server, bro
     start_from_page(slow_page, server, str(slow))
     make = slow_page.locator(".call", has=slow_page.locator("summary", has_text="make"))
     make.locator(".state.running").wait_for(timeout=BUILD_S)  # the long make is running now
+    # what the running call is doing, beside the status (the trace has a call only once it has ended)
+    slow_page.locator("#activity", has_text=re.compile(r"^\d{4}-make: make")).wait_for(timeout=30_000)
     start_from_page(other_page, server, str(server.root / "libcalc"))
     other_page.wait_for_selector(".call", timeout=BUILD_S)
     slow_page.click("#cancel")
     slow_page.wait_for_selector("#status.cancelled", timeout=60_000)
+    assert slow_page.locator("#activity").is_hidden()
     assert other_page.locator("#status").inner_text() in ("running", "verified")
     other_page.wait_for_selector("#status.verified", timeout=BUILD_S)
     # on the host: the cancelled build's command was killed, not left running (a number no other test sleeps; the

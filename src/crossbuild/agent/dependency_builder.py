@@ -74,6 +74,7 @@ class DependencyBuilder:
             if ctx.depth >= self.max_depth:
                 return DependencyOutcome(False, name, pkg.source, f"dependency depth limit ({self.max_depth}) "
                                          f"reached: {pkg.source} is needed {ctx.depth} levels down")
+            ctx.watch.note(f"{pkg.source}: waiting for its build lock (another run may be building it)")
             with deps.build_lock(target, pkg.source):
                 entry = deps.lookup(target, pkg.source, version, key=key)  # built by a concurrent run meanwhile
                 if entry is None:
@@ -91,6 +92,8 @@ class DependencyBuilder:
         else:
             cached = True
         copy_start = time.monotonic()
+        ctx.watch.note(f"{pkg.source}: {'reused from the dependency cache, ' if cached else ''}installing into the "
+                       f"prefix")
         done = deps.Installed() if deps.installed(prefix, entry) else deps.install_report(entry, prefix)
         files = done.copied
         consumer = _consumer(pkg, prefix)
@@ -113,14 +116,14 @@ class DependencyBuilder:
         # inside .xbuild/, which the project's own build cannot write
         tmp = Path(tempfile.mkdtemp(prefix=f"dep-{workspace.safe_label(Path(pkg.source).name)}-", dir=ctx.xbuild))
         try:
-            ws = workspace.prepare(source, tmp / "ws")
+            ws = workspace.prepare(source, tmp / "ws", note=ctx.watch.note)
         except workspace.SourceError as e:
             safefs.remove_tree(ctx.xbuild, tmp.name)
             return DependencyOutcome(False, pkg.source, pkg.source, f"cannot get {source}: {e}")
         stage = tmp / "ws" / "stage"
         sub = RunContext.create(ws.root, ctx.target, prefix=ctx.prefix, kb=ctx.kb, jobs=ctx.jobs,
                                 sandbox_backend="none" if ctx.sandbox.backend == "none" else "auto",
-                                cancel=ctx.cancel, dependency_builder=self, install_prefix=ctx.prefix,
+                                watch=ctx.watch, dependency_builder=self, install_prefix=ctx.prefix,
                                 destdir=stage, depth=ctx.depth + 1, keep_features=ctx.keep_features,
                                 passthrough=ctx.toolchain.passthrough)  # the user's extra arguments are the project's
         self.emit(Event("dependency_started", {"source": source, "depth": sub.depth}))

@@ -24,6 +24,7 @@ from crossbuild.agent.outcome import RunOutcome, Stop, StopReason
 from crossbuild.agent.progress import ProgressMonitor, Verdict, call_signature
 from crossbuild.agent.resume import Replay
 from crossbuild.foundation.background import Abandoned, call_in_thread
+from crossbuild.foundation.progress import Note
 from crossbuild.models.base import Message, Model, ProviderError, ToolCall, Turn, Usage
 from crossbuild.proof import native_check
 from crossbuild.proof.verify import VerifyReport, verify
@@ -97,6 +98,11 @@ class Agent:
                                                        f"${self.budgets.max_cost_usd:.2f} money budget is not enforced "
                                                        "(the token and step budgets are)"}))
         outcome: RunOutcome | None = None
+        # what a long tool call is doing reaches the renderers; a dependency's run reports to whoever watches the
+        # call that asked for it
+        watching = self.ctx.watch.sink is None
+        if watching:
+            self.ctx.watch.sink = self._progress
         try:
             with self.trace.alive(self.run_id) if self.trace else contextlib.nullcontext():
                 self._drive()
@@ -108,6 +114,8 @@ class Agent:
         finally:  # even a KeyboardInterrupt leaves a finished run record behind
             if outcome is None:
                 outcome = self._outcome(StopReason.CANCELLED, "interrupted")
+            if watching:
+                self.ctx.watch.sink = None
             self._record_outcome(outcome)
         self.emit(Event("finished", outcome.to_dict()))
         return outcome
@@ -258,6 +266,10 @@ class Agent:
                 results[i] = self._dispatch(calls[i])
                 i += 1
         return [r for r in results if r is not None]
+
+    def _progress(self, note: Note) -> None:
+        self.emit(Event("progress", {"step": self.steps, "message": note.text(), "phase": note.message,
+                                     "done": note.done, "total": note.total}))
 
     def _emit_call(self, call: ToolCall) -> None:
         self.emit(Event("tool_call", {"step": self.steps, "id": call.id, "name": call.name,

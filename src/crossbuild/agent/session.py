@@ -122,7 +122,9 @@ def _build_once(req: BuildRequest, *, on_event: EventSink, cancel: threading.Eve
         on_event(Event("unsandboxed", {"message": sandbox.UNSANDBOXED}))
     if replay is None:
         root = req.workspace_dir or workspace.new_root(req.runs_dir, req.source, req.target.name)
-        ws = workspace.prepare(str(req.copy_from or req.source), root, source_hints=req.source_hints)
+        ws = workspace.prepare(str(req.copy_from or req.source), root, source_hints=req.source_hints,
+                               note=lambda phase: on_event(Event("progress", {"step": 0, "message": phase,
+                                                                             "phase": phase})))
         left_out = list(ws.left_out)
         on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": left_out}))
     else:

@@ -39,6 +39,8 @@ class LiveProgress:
         self.spinner = spinner
         self.start = time.monotonic()
         self.status = None
+        self.call = ""  # the running call, as the spinner shows it
+        self.phase = ""  # the last phase a log was told (counts change too often for a log)
 
     def __call__(self, e: Event) -> None:
         d = e.data
@@ -68,13 +70,14 @@ class LiveProgress:
                 shown = parsed.get("command") or parsed.get("path") or parsed.get("query") or ""
             except (json.JSONDecodeError, AttributeError):
                 shown = args[:80]
-            if not self.spinner:
-                return
-            if self.status is None:
-                self.status = console.status(escape(f"step {d['step']}: {d['name']} {shown}"[:150]))
-                self.status.start()
-            else:
-                self.status.update(escape(f"step {d['step']}: {d['name']} {shown}"[:150]))
+            self.call = f"step {d['step']}: {d['name']} {shown}"[:150]
+            self._show(self.call)
+        elif e.kind == "progress":
+            if self.spinner:
+                self._show(f"{self.call} · {d['message']}"[:200] if self.call else d["message"][:200])
+            elif d["phase"] != self.phase:
+                self.phase = d["phase"]
+                console.print(f"{t}     [dim]{escape(d['phase'][:160])}[/]", highlight=False)
         elif e.kind == "tool_result":
             self._stop_spinner()
             mark = "[green]✓[/]" if d["ok"] else f"[red]✗ {d['error_type']}[/]"
@@ -98,6 +101,15 @@ class LiveProgress:
 
     def close(self) -> None:
         self._stop_spinner()
+
+    def _show(self, text: str) -> None:
+        if not self.spinner:
+            return
+        if self.status is None:
+            self.status = console.status(escape(text))
+            self.status.start()
+        else:
+            self.status.update(escape(text))
 
     def _stop_spinner(self) -> None:
         if self.status is not None:

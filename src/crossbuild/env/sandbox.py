@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from crossbuild.env import build_tools, musl_sysroot, userns_exec
 from crossbuild.foundation import host, safefs
+from crossbuild.foundation.progress import Note, Watch
 
 if TYPE_CHECKING:
     from crossbuild.env.toolchain import Toolchain
@@ -180,6 +181,9 @@ class Sandbox:
     def __init__(self, *, rw_paths: Sequence[str | Path], ro_paths: Sequence[str | Path] = ()):
         self.rw_paths = [Path(p).resolve() for p in rw_paths]
         self.ro_paths = [Path(p).resolve() for p in ro_paths]
+        # who watches the commands run here: each is noted as it starts (with the counts its output shows), and
+        # its cancel stops the running one and every later one
+        self.watch = Watch()
 
     def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
         return list(argv)
@@ -210,12 +214,22 @@ class Sandbox:
 
     def run(self, argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log_path: str | Path,
             limits: Limits = Limits(), on_output: Callable[[bytes], None] | None = None,
-            cancel: threading.Event | None = None) -> RunResult:
+            cancel: threading.Event | None = None, phase: Note | None = None) -> RunResult:
+        """Run ARGV; PHASE is what the watch is told (default: the log's name and the command)."""
         cwd = Path(cwd).resolve()
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         # a fresh file, never one a build planted (O_EXCL|O_NOFOLLOW); log folders are read-only to builds
         log_fd = safefs.create_new(log_path.parent, log_path.name)
+        cancel = cancel or self.watch.cancel
+        if cancel.is_set():  # a cancelled call starts nothing more
+            with os.fdopen(log_fd, "wb") as log:
+                log.write(f"$ {' '.join(argv)}\n[crossbuild: not started: the call was cancelled]\n".encode())
+            return RunResult(returncode=None, duration_s=0.0, log_path=str(log_path), stopped="cancelled",
+                             backend=self.backend)
+        phase = phase or Note(f"{log_path.stem}: {' '.join(argv)[:120]}")
+        self.watch.note(phase.message, phase.done, phase.total)
+        on_output = _both(on_output, self.watch.counter(phase.message))
         cgroup = CgroupLimiter(limits)
         start = time.monotonic()
         with os.fdopen(log_fd, "wb") as log:
@@ -238,6 +252,16 @@ class Sandbox:
             returncode=None if stopped else proc.returncode, duration_s=duration, log_path=str(log_path),
             stopped=stopped, output_bytes=output.written, backend=self.backend,
         )
+
+
+def _both(first: Callable[[bytes], None] | None, second: Callable[[bytes], None]) -> Callable[[bytes], None]:
+    if first is None:
+        return second
+
+    def both(chunk: bytes) -> None:
+        first(chunk)
+        second(chunk)
+    return both
 
 
 def _child_limits(limits: Limits, cgroup: CgroupLimiter) -> Callable[[], None]:
@@ -378,9 +402,11 @@ class BubblewrapSandbox(Sandbox):
         ordinary = self.ordinary_user or os.geteuid() == 0
         if (ordinary, handler) == (self.ordinary_user, self.exec_handler):
             return self
-        return BubblewrapSandbox(rw_paths=self.rw_paths, ro_paths=self.ro_paths, bwrap=self.bwrap,
-                                 ordinary_user=ordinary, loader_roots=loader_roots or self.loader_roots,
-                                 exec_handler=handler)
+        box = BubblewrapSandbox(rw_paths=self.rw_paths, ro_paths=self.ro_paths, bwrap=self.bwrap,
+                                ordinary_user=ordinary, loader_roots=loader_roots or self.loader_roots,
+                                exec_handler=handler)
+        box.watch = self.watch
+        return box
 
     def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
         # a root crossbuild maps root to nobody too (userns_exec), so chown to root is refused as on a machine

@@ -131,10 +131,13 @@ def new_root(runs_dir: Path, source: str, target_name: str) -> Path:
     return root
 
 
-def prepare(source: str, root: str | Path, *, source_hints: bool = True) -> Workspace:
+def prepare(source: str, root: str | Path, *, source_hints: bool = True,
+            note: Callable[[str], None] | None = None) -> Workspace:
     """Make `root/src` from SOURCE. Raises SourceError with an actionable message. Credential files (keys,
     tokens, .env) and special files are not copied; the returned Workspace lists them in `left_out`. Without
-    SOURCE_HINTS Debian's patches are undone and the packaging (PACKAGING) removed: the project as upstream ships it."""
+    SOURCE_HINTS Debian's patches are undone and the packaging (PACKAGING) removed: the project as upstream ships it.
+    NOTE is told each phase (a download can take minutes)."""
+    note = note or (lambda _: None)
     ws = Workspace(Path(root).resolve())
     if ws.src.exists():
         raise SourceError(f"{ws.src} already exists: choose a new workspace folder")
@@ -146,11 +149,13 @@ def prepare(source: str, root: str | Path, *, source_hints: bool = True) -> Work
     created = not ws.root.exists()
     ws.root.mkdir(parents=True, exist_ok=True)
     try:
-        left_out = _fill(source, ws)
+        left_out = _fill(source, ws, note)
+        note("leaving credential files out")
         left_out += _drop_credentials(ws.src)
         if not source_hints:
             left_out += [f"debian/patches/{name} (undone: --no-source-hints)" for name in quilt.unapply(ws.src)]
             left_out += _drop_packaging(ws.src)
+        note("keeping a pristine copy of the source for the clean rebuild")
         safefs.copy_tree(ws.root, "src", ws.root, f"{PRISTINE}/src")
     except BaseException:
         if created:  # a source that cannot be prepared leaves nothing behind
@@ -159,14 +164,15 @@ def prepare(source: str, root: str | Path, *, source_hints: bool = True) -> Work
     return Workspace(ws.root, tuple(left_out))
 
 
-def _fill(source: str, ws: Workspace) -> list[str]:
+def _fill(source: str, ws: Workspace, note: Callable[[str], None]) -> list[str]:
     try:
         spec = sources.parse(source)
     except sources.UnusableSource as e:
         raise SourceError(str(e)) from None
     if spec.kind == "debian":
-        _from_debian(spec.value, ws)
+        _from_debian(spec.value, ws, note)
     elif spec.kind == "network" or spec.git:
+        note(f"cloning {source}")
         try:
             sources.clone(spec, ws.src)
         except sources.UnusableSource as e:
@@ -176,6 +182,7 @@ def _fill(source: str, ws: Workspace) -> list[str]:
         if not path.exists():
             raise SourceError(f"source {source!r} does not exist (give {sources.FORMS})")
         if path.is_dir():
+            note(f"copying {path}")
             inside = _workspace_inside(path, ws.root)
             copied = safefs.copy_tree(path, ".", ws.root, "src", links="keep",
                                       skip=lambda rel: rel in (".xbuild", inside) or is_credential(
@@ -183,6 +190,7 @@ def _fill(source: str, ws: Workspace) -> list[str]:
             return [f"{rel} ({'credential file' if why == 'left out' else why})" for rel, why in copied.skipped
                     if rel not in (".xbuild", inside)]
         if tarfile.is_tarfile(path):
+            note(f"unpacking {path.name}")
             _from_tarball(path, ws)
         else:
             raise SourceError(f"{source} is neither a folder nor a tarball")
@@ -326,17 +334,20 @@ def source_lists() -> list[Path]:
     return sorted((_apt_dir() / "state" / "lists").glob("*_Sources*"))
 
 
-def _from_debian(spec: str, ws: Workspace) -> None:
+def _from_debian(spec: str, ws: Workspace, note: Callable[[str], None]) -> None:
     name, _, version = spec.partition("=")
     check_name(name)
     if version and not re.match(r"^[A-Za-z0-9.+~:-]+$", version):
         raise SourceError(f"invalid Debian version {version!r}")
     if shutil.which("apt-get") is None or shutil.which("dpkg-source") is None:
         raise SourceError("debian: sources need apt-get and dpkg-source: `apt-get install dpkg-dev`")
+    note("reading Debian's source lists")
     _apt_update()
     cache = host.cache_root() / "debian-src" / (f"{name}_{version}" if version else name)
+    note(f"downloading Debian source {spec} (or waiting for another download of it)")
     with host.exclusive(cache.with_name(cache.name + ".lock")):  # one download per package at a time
         dsc = _downloaded_source(name, version, spec, cache)
+    note(f"unpacking {dsc[-1].name} and applying Debian's patches (dpkg-source -x)")
     r = subprocess.run(["dpkg-source", "--no-check", "-x", str(dsc[-1]), str(ws.src)], capture_output=True,
                        text=True, timeout=900)
     if r.returncode != 0:

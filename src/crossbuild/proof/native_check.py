@@ -53,7 +53,7 @@ DependencyProvider = Callable[[Target, Path], "str | None"]
 
 
 def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: Sequence[BuildStep], source: str,
-            edits: Sequence[str], backend: str, timeout_s: float,
+            edits: Sequence[str], like: Sandbox, timeout_s: float,
             provide_dependencies: DependencyProvider | None = None) -> None:
     """Build for the build machine and run there each of RUNS that failed without a crash; each such run gets
     what that showed, and triage "project" when it failed the same way. PROVIDE_DEPENDENCIES puts the build's
@@ -76,7 +76,7 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
             for r in failing:
                 r.why = f"{r.why}; not reproduced: its dependencies for {native.name} could not be had ({missing})"
             return
-    second = build_again(toolchain, steps, source, edits, backend, into="native", target=native, prefix=prefix)
+    second = build_again(toolchain, steps, source, edits, like, into="native", target=native, prefix=prefix)
     if second.error:
         for r in failing:
             r.why = f"{r.why}; not reproduced: the build for {native.name} failed ({second.error})"

@@ -30,7 +30,7 @@ def clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sour
     """Replay the recorded steps in a second build (second_build: a fresh copy of the pristine source with the
     agent's edits, in `.xbuild/rebuild/`), and check it made every linked artifact the first build made."""
     original_ws = toolchain.workspace
-    second = build_again(toolchain, steps, source, edits, box.backend if box is not None else "auto", into="rebuild")
+    second = build_again(toolchain, steps, source, edits, box, into="rebuild")
     fresh, fresh_ws = second.toolchain, second.workspace
     if second.error:
         return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),

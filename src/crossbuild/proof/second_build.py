@@ -48,9 +48,10 @@ def _runs_here(target: Target) -> dict[str, str]:
 
 
 def build_again(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, edits: Sequence[str],
-                backend: str, *, into: str, target: Target | None = None,
+                like: Sandbox | None, *, into: str, target: Target | None = None,
                 prefix: Path | None = None) -> SecondBuild:
-    """Replay STEPS in `.xbuild/INTO/`. For another TARGET, the steps' mentions of the original target's names
+    """Replay STEPS in `.xbuild/INTO/`, in a sandbox of LIKE's backend (the first build's; default: auto), which
+    LIKE's watcher watches. For another TARGET, the steps' mentions of the original target's names
     become the new target's, and its dependencies' prefix is PREFIX (theirs, built for TARGET), else an empty one
     (the original's were built for the original target)."""
     original_ws = toolchain.workspace
@@ -73,7 +74,9 @@ def build_again(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, e
                          (toolchain.target.autotools_host, target.autotools_host)):
             renames.setdefault(old, new)
     fresh = fresh.materialise()
-    box = sandbox.for_toolchain(fresh, backend=backend)
+    box = sandbox.for_toolchain(fresh, backend=like.backend if like is not None else "auto")
+    if like is not None:
+        box.watch = like.watch
     rename = _renamer(renames)
     env = fresh.env.as_dict()
     moved = [([rename(a) for a in step.argv], fresh_ws / step.cwd, {**env, **{k: rename(v) for k, v in step.env}})

@@ -11,6 +11,7 @@ from pathlib import Path
 from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
+from crossbuild.foundation.progress import Note
 from crossbuild.foundation.targets import Target
 from crossbuild.proof import ctest, slowdown
 from crossbuild.proof.target_run import loader_lacks, runner_argv
@@ -130,7 +131,8 @@ def smoke_runs(root: Path, target: Target, artifacts: list[dict], box: Sandbox, 
         env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "LC_ALL": "C", "srcdir": str(srcdir)}
         log_name = f"{i:02d}-{Path(a['path']).name[:80]}.log"
         res = box.run(argv, cwd=cwd, env=env, log_path=log_dir / log_name,
-                      limits=Limits(timeout_s=limit, max_output_bytes=4 << 20))
+                      limits=Limits(timeout_s=limit, max_output_bytes=4 << 20),
+                      phase=Note(f"test programs ({a['path']})", i, min(len(candidates), MAX_SMOKE_RUNS)))
         run.exit_code, run.stopped, run.duration_s = res.returncode, res.stopped, round(res.duration_s, 3)
         run.passed = res.ok
         text = safefs.read_text(log_dir, log_name, max_bytes=5 << 20).splitlines()[2:]  # after crossbuild's header

@@ -157,10 +157,12 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         report.reasons.append(f"{root} is {'a link' if root.is_symlink() else 'not a directory'}, not a build folder")
         return report
     allow_host = allow_host or []
+    note = box.watch.note if box is not None else (lambda *_: None)  # the phases, for whoever watches the call
 
     if rebuild_steps:
         if toolchain is None:
             raise ValueError("a clean rebuild needs the toolchain (BuildEnv) it was built with")
+        note(f"clean rebuild: {len(rebuild_steps)} recorded steps again from the pristine source")
         report.rebuild = clean_rebuild(root, rebuild_steps, toolchain, rebuild_source, box, rebuild_edits)
         if not report.rebuild["ok"]:
             report.reasons.append(f"clean rebuild failed: {report.rebuild['error']}")
@@ -170,6 +172,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     root_id = _identity(root.parent, root.name)
     installed = _installed_names(toolchain)
     for_build = BuildMachineOutputs(toolchain, installed)
+    note("reading every artifact's format and architecture")
     for anchor, scan in _scans(root, toolchain):
         shown = _shown(root, anchor)
         report.probes_excluded += len(scan.probes_excluded)
@@ -235,6 +238,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             # Not when the steps turned tests off (it would run tests whose programs were never built), except a
             # Makefile's test goal the build left out of one folder, which builds what it runs.
             runs_harness = not blocking and (not switched_off or left_out is not None)
+            note("running the project's tests on the target")
             report.smoke_runs = harness_runs(root, target, report.artifacts, toolchain, box, smoke_timeout_s,
                                              log_dir, deps, taken, left_out if switched_off else None
                                              ) if runs_harness else []
@@ -246,8 +250,9 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                                                source=toolchain.workspace / rebuild_source,
                                                own_folders=own_folders(root, toolchain), within=toolchain.workspace)
             if build_machine_check and rebuild_steps and not report.reasons:
+                note("build-machine check: the failed tests, built for this machine")
                 native_check.recheck(report.smoke_runs, root, toolchain, rebuild_steps, rebuild_source,
-                                     rebuild_edits, box.backend, smoke_timeout_s, provide_dependencies)
+                                     rebuild_edits, box, smoke_timeout_s, provide_dependencies)
         else:
             with tempfile.TemporaryDirectory(prefix="crossbuild-verify-") as tmp:
                 report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, Path(tmp))
@@ -256,6 +261,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                 report.reasons.append(f"{run.label} failed under qemu ({run.why})")
         if toolchain is not None and not report.reasons and not_tested(True, report.smoke_runs, switched_off):
             # no usable test suite: crossbuild's own probes run every product on the target instead
+            note("probes: running every product on the target")
             report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,
                                          smoke_timeout_s, log_dir, deps, installed)
     if run_tests and toolchain is not None:  # what the tests and probes ran could write the build's folders

@@ -59,7 +59,7 @@ def provide_again(ctx: RunContext, target: Target, prefix: Path) -> str | None:
     if ctx.dependency_builder is None:
         return "dependencies cannot be built in this session"
     sub = RunContext.create(ctx.xbuild / f"deps-{target.name}", target, prefix=prefix, kb=ctx.kb, jobs=ctx.jobs,
-                            sandbox_backend="none" if ctx.sandbox.backend == "none" else "auto", cancel=ctx.cancel,
+                            sandbox_backend="none" if ctx.sandbox.backend == "none" else "auto", watch=ctx.watch,
                             dependency_builder=ctx.dependency_builder, depth=ctx.depth,
                             passthrough=ctx.toolchain.passthrough)
     for name, version in wanted:

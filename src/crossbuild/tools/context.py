@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from crossbuild.env import sandbox as sandbox_mod
 from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
+from crossbuild.foundation.progress import Watch
 from crossbuild.foundation.targets import Target
 
 HISTORY = "commands.jsonl"  # in .xbuild/, which builds cannot write
@@ -118,7 +119,7 @@ class RunContext:
     def create(cls, root: str | Path, target: Target, *, prefix: str | Path | None = None,
                sandbox_backend: str = "auto", kb: KnowledgeSearch | None = None,
                command_limits: Limits | None = None, jobs: int | None = None,
-               cancel: threading.Event | None = None,
+               cancel: threading.Event | None = None, watch: Watch | None = None,
                dependency_builder: Callable[[RunContext, str, str | None], Any] | None = None,
                install_prefix: Path | None = None, destdir: Path | None = None, depth: int = 0,
                keep_features: bool = False, extra_args: Mapping[str, tuple[str, ...]] | None = None,
@@ -131,9 +132,10 @@ class RunContext:
                                   passthrough=passthrough).materialise(layer=False)
         Path(tc.prefix).mkdir(parents=True, exist_ok=True)
         box = sandbox_mod.for_toolchain(tc, backend=sandbox_backend)
+        box.watch = watch or Watch(cancel=cancel)  # a dependency's build is watched by the call that asked for it
         return cls(root=root, target=target, toolchain=tc, sandbox=box, kb=kb,
                    command_limits=command_limits or Limits(), jobs=jobs or os.cpu_count() or 2,
-                   cancel=cancel or threading.Event(), dependency_builder=dependency_builder,
+                   cancel=box.watch.cancel, dependency_builder=dependency_builder,
                    install_prefix=install_prefix, destdir=destdir, depth=depth, keep_features=keep_features,
                    commands=_load_history(tc.xbuild / HISTORY), edited=_load_edits(tc.xbuild / EDITS),
                    dependencies=_load_dependencies(tc.xbuild / DEPENDENCIES))
@@ -145,6 +147,11 @@ class RunContext:
             if not self._layer_made:
                 self.toolchain.make_layer()
                 self._layer_made = True
+
+    @property
+    def watch(self) -> Watch:
+        """Who watches this context's work (its commands, verify's phases) and can cancel it."""
+        return self.sandbox.watch
 
     @property
     def prefix(self) -> Path:

@@ -162,6 +162,7 @@ class Pages:
     async def _stream(self, request: Request, run_id: str, cursor: Cursor):
         # where the run's source came from, said once a page: a stream that resumes after an event has said it
         said_preparing = cursor != Cursor()
+        progress: str | None = None
         while not await request.is_disconnected():
             found, cursor, run = await anyio.to_thread.run_sync(self._read, _timeline, run_id, cursor)
             if run is not None and not said_preparing:  # a page opened after the workspace was prepared
@@ -170,6 +171,10 @@ class Pages:
             if found:  # one chunk per poll: a long run's replay in a few writes, not one per event
                 yield b"".join(ServerSentEvent(id=e.id, event=e.kind, data=json.dumps(
                     self._shown(e.kind, e.data), default=str)).encode() for e in found)
+            started = self.config.builds.get(run_id)  # a build this server runs says what its call is doing now
+            if started is not None and started.progress != progress:
+                progress = started.progress
+                yield {"event": "progress", "data": json.dumps({"message": progress})}
             if run is None:
                 build = self.config.builds.get(run_id)
                 if build is None:

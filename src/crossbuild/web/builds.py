@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crossbuild.agent import session
+from crossbuild.agent.events import Event
 from crossbuild.agent.loop import RunOutcome
 from crossbuild.env import sandbox, workspace
 from crossbuild.foundation.settings import Resolved
@@ -35,10 +36,18 @@ class WebBuild:
     thread: threading.Thread | None = None
     outcome: RunOutcome | None = None
     error: str | None = None  # why it ended before or outside the agent (a source that cannot be prepared)
+    progress: str | None = None  # what the running call is doing now (the trace has calls only once they end)
 
     @property
     def running(self) -> bool:
         return self.thread is not None and self.thread.is_alive()
+
+
+def _follow(build: WebBuild, e: Event) -> None:
+    if e.kind == "progress":
+        build.progress = e.data["message"]
+    elif e.kind in ("tool_result", "finished"):
+        build.progress = None
 
 
 class Builds:
@@ -123,7 +132,8 @@ class Builds:
 
     def _run(self, build: WebBuild, req: session.BuildRequest) -> None:
         try:
-            build.outcome, _ = session.build(req, cancel=build.cancel, run_id=build.run_id)
+            build.outcome, _ = session.build(req, cancel=build.cancel, run_id=build.run_id,
+                                             on_event=lambda e: _follow(build, e))
         except (workspace.SourceError, ModelConfigError) as e:
             build.error = str(e)
         except Exception as e:  # a bug: the page says so, the traceback goes to the server's log

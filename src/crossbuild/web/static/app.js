@@ -87,11 +87,18 @@ class RunPage {
       textContent: `verify ${d.output_dir || ""}: ${d.ok ? `VERIFIED (${d.proof || "?"})` : "not verified"}` +
                    (d.reasons.length ? ` — ${d.reasons.join("; ")}` : "")})));
     on("note", (d) => this.note(d.step, d.message));
+    on("progress", (d) => this.activity(d.message));
     on("finished", this.finished);
     on("failed_to_start", (d) => { this.setStatus("error"); this.note(null, `the build could not start: ${d.message}`);
                                    this.source.close(); });
     on("missing", (d) => { this.note(null, d.message); this.source.close(); });
     this.source.addEventListener("end", () => this.source.close());
+  }
+
+  activity(text) {  // what the running call is doing now: replaced, never kept in the story
+    const shown = document.getElementById("activity");
+    shown.textContent = text || "";
+    shown.hidden = !text;
   }
 
   setStatus(status) {
@@ -169,6 +176,7 @@ class RunPage {
   }
 
   finished(d) {
+    this.activity(null);
     this.setStatus(d.status);
     const cancel = document.getElementById("cancel");
     if (cancel) cancel.remove();
