@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -498,6 +499,11 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
                 "ctest" in m for m in notes.messages), notes.messages
             assert data["rebuild"]["ok"] and "clean rebuild: passed" in _text(r)
             assert [s["path"] for s in data["smoke_runs"]] == ["walk_test"]  # never the temporary
+            # the whole verdict, as a resource of this session's workspace
+            uri = f"crossbuild://workspace/{Path(seen['workspace']).name}/verdict"
+            verdict = json.loads((await c.read_resource(uri)).contents[0].text)
+            assert verdict["proof"] == data["proof"] and verdict["report"]["rebuild"]["ok"]
+            assert [s["path"] for s in verdict["report"]["smoke_runs"]] == ["walk_test"]
 
     anyio.run(first_session)
     anyio.run(after_reconnect)
@@ -676,5 +682,84 @@ def test_a_cancelled_verify_stops_its_test_programs_and_the_session_goes_on(tmp_
             assert not r.is_error, _text(r)
             r = await c.call_tool("verify", {"path": "build", "run_tests": False})
             assert not r.is_error and r.structured_content["data"]["proof"] == "built", _text(r)
+
+    anyio.run(session)
+
+
+SLOW_SCRIPT = """\
+message("configuring, part one")
+execute_process(COMMAND ${CMAKE_COMMAND} -E sleep 3)
+message("configuring, part two")
+"""
+
+
+def test_logs_verdicts_and_knowledge_are_resources_and_the_prompt_sets_up_the_agents_conversation(tmp_path):
+    """Resources and prompts through the official client: the session's logs (a growing one announced while its
+    command runs), the knowledge base, nothing of a workspace the session did not open; the `cross-build` prompt
+    carries the agent loop's own system prompt and task."""
+    from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
+
+    from crossbuild.agent.prompt import SYSTEM
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "slow.cmake").write_text(SLOW_SCRIPT)
+    params = StdioServerParameters(command=CROSSBUILD, args=["mcp", "--root", str(tmp_path)], cwd=str(tmp_path),
+                                   env={"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], **_cache_env()})
+
+    async def session():
+        async with Client(params) as c:
+            templates = {t.uri_template for t in (await c.list_resource_templates()).resource_templates}
+            assert templates == {"crossbuild://workspace/{workspace}/log/{name}",
+                                 "crossbuild://workspace/{workspace}/verdict", "crossbuild://knowledge/{entry}"}
+            entry = "crossbuild://knowledge/cmake-package-not-found"
+            assert entry in {str(r.uri) for r in (await c.list_resources()).resources}  # before any workspace
+            text = (await c.read_resource(entry)).contents[0].text
+            assert text.startswith("[cmake-package-not-found] ") and "written from:" in text
+
+            r = await c.call_tool("open_workspace", {"source": str(project), "target": "aarch64-linux-musl"})
+            ws = Path(r.structured_content["data"]["workspace"])
+            log = f"crossbuild://workspace/{ws.name}/log/0001-cmake.log"  # the first command's log, by its number
+            events: list[tuple[float, object]] = []
+            async with c.listen(resources_list_changed=True, resource_subscriptions=[log]) as sub:
+                async def collect():
+                    async for event in sub:
+                        events.append((time.monotonic(), event))
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(collect)
+                    r = await c.call_tool("run_command", {"command": "cmake -P src/slow.cmake"})
+                    ended = time.monotonic()
+                    assert not r.is_error, _text(r)
+                    await anyio.sleep(1.5)
+                    tg.cancel_scope.cancel()
+            updates = [at for at, e in events if isinstance(e, ResourceUpdated) and e.uri == log]
+            assert updates and updates[0] < ended - 1.5  # announced while the command (3 s of sleep) still ran
+            assert any(isinstance(e, ResourcesListChanged) for _, e in events)
+
+            listed = {str(r.uri): r for r in (await c.list_resources()).resources}
+            assert listed[log].size == (ws / ".xbuild" / "logs" / "0001-cmake.log").stat().st_size
+            text = (await c.read_resource(log)).contents[0].text
+            assert "configuring, part one" in text and "configuring, part two" in text
+            # another workspace (this one's sibling on disk), a log name with a path, no verdict yet: not found
+            other = ws.parent / "other"
+            (other / ".xbuild" / "logs").mkdir(parents=True)
+            (other / ".xbuild" / "logs" / "0001-cmake.log").write_text("someone else's\n")
+            for uri, why in (("crossbuild://workspace/other/log/0001-cmake.log", "only the workspace this session"),
+                             (f"crossbuild://workspace/{ws.name}/log/..%2F..%2Fsrc%2Fslow.cmake", "the forms are"),
+                             (f"crossbuild://workspace/{ws.name}/verdict", "no verdict yet")):
+                with pytest.raises(MCPError) as e:
+                    await c.read_resource(uri)
+                assert e.value.error.code == -32002 and why in e.value.error.message, e.value.error.message
+
+            [p] = (await c.list_prompts()).prompts
+            assert p.name == "cross-build" and {a.name for a in p.arguments} == {"source", "target"}
+            got = await c.get_prompt("cross-build", {"source": "debian:zlib", "target": "aarch64-unknown-linux-musl"})
+            text = got.messages[0].content.text
+            assert text.startswith(SYSTEM) and 'open_workspace with source="debian:zlib" and target=' \
+                '"aarch64-linux-musl"' in text
+            with pytest.raises(MCPError) as e:
+                await c.get_prompt("cross-build", {"source": "debian:zlib", "target": "vax-vms"})
+            assert "vax-vms" in e.value.error.message and "\n" not in e.value.error.message
 
     anyio.run(session)

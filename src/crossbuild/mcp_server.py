@@ -8,7 +8,6 @@ token.
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,14 +17,16 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 from pydantic import Field, ValidationError
 
-from crossbuild import __version__, kb
+from crossbuild import __version__, kb, mcp_resources
 from crossbuild.env import sandbox, workspace
 from crossbuild.foundation import bearer
-from crossbuild.foundation.progress import Note, Watch
+from crossbuild.foundation.progress import Watch
 from crossbuild.foundation.targets import UnknownTargetError, parse_target
+from crossbuild.mcp_watch import watched
 from crossbuild.tools import Toolset, default_toolset
 from crossbuild.tools.base import ErrorType, Tool, ToolArgs, ToolResult, _schema_error
 from crossbuild.tools.context import RunContext
@@ -91,10 +92,14 @@ class CrossbuildMCP:
         self._sessions: dict[str, SessionState] = {}
         self._shared_default: RunContext | None = None
         self._guard = threading.Lock()
+        self.bus = InMemorySubscriptionBus()  # resource events for clients listening (subscriptions/listen)
 
     def server(self) -> Server:
         return Server("crossbuild", version=__version__, instructions=INSTRUCTIONS,
-                      on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+                      on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+                      on_list_resources=self._list_resources, on_list_resource_templates=self._list_templates,
+                      on_read_resource=self._read_resource, on_subscriptions_listen=ListenHandler(self.bus),
+                      on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt)
 
     # ---- handlers ---------------------------------------------------------------------------------------------
 
@@ -121,7 +126,7 @@ class CrossbuildMCP:
                      "crossbuild mcp SOURCE --target T --transport http")
         elif name == OPEN_WORKSPACE.name:
             watch = Watch()
-            result = await _watched(ctx, watch, lambda: self._open_workspace(state, params.arguments or {}, watch))
+            result = await watched(ctx, watch, lambda: self._open_workspace(state, params.arguments or {}, watch))
         else:
             run_ctx = (state and state.ctx) or await anyio.to_thread.run_sync(self._default_ctx)
             if run_ctx is None:
@@ -129,9 +134,34 @@ class CrossbuildMCP:
                                     message="no workspace is open in this session.",
                                     hint="call open_workspace with a source (or workspace) and a target first")
             else:
-                result = await _watched(ctx, run_ctx.watch,
-                                        lambda: self.toolset.dispatch(run_ctx, name, params.arguments))
+                result = await watched(ctx, run_ctx.watch,
+                                        lambda: self.toolset.dispatch(run_ctx, name, params.arguments),
+                                        logs_of=run_ctx, bus=self.bus)
         return to_mcp_result(result)
+
+    async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        run_ctx = await self._session_ctx(ctx)
+        return types.ListResourcesResult(resources=mcp_resources.listed(run_ctx, self.knowledge))
+
+    async def _list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=mcp_resources.templates())
+
+    async def _read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        run_ctx = await self._session_ctx(ctx)
+        return await anyio.to_thread.run_sync(mcp_resources.read, str(params.uri), run_ctx, self.knowledge)
+
+    async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[mcp_resources.PROMPT])
+
+    async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        if params.name != mcp_resources.PROMPT.name:
+            raise MCPError(code=types.INVALID_PARAMS,
+                           message=f"unknown prompt {params.name!r}; the prompt is {mcp_resources.PROMPT.name}")
+        return mcp_resources.prompt_messages(params.arguments)
+
+    async def _session_ctx(self, ctx: Any) -> RunContext | None:
+        state = self._state(ctx)
+        return (state and state.ctx) or await anyio.to_thread.run_sync(self._default_ctx)
 
     # ---- sessions ---------------------------------------------------------------------------------------------
 
@@ -221,47 +251,6 @@ class CrossbuildMCP:
                                 dependency_builder=DependencyBuilder(),
                                 prefix=self.prefix_root / target.name if self.prefix_root else None)
         return ctx, left_out
-
-
-CANCEL_WAIT_S = 30.0  # a cancelled call's work is waited for this long (its process tree is killed at once)
-
-
-async def _watched(ctx: Any, watch: Watch, work: Callable[[], ToolResult]) -> ToolResult:
-    """WORK in a worker thread. Its progress notes go to the client as `notifications/progress` for this request
-    (when the request carries a progress token; the SDK sends nothing otherwise), numbered so they only grow. A
-    cancelled request (`notifications/cancelled`) sets the watch's cancel: the running command's process tree is
-    killed and no other starts; the work is waited for, so the request ends with nothing left running."""
-    session = getattr(ctx, "session", None)
-    sent = itertools.count(1)
-    ended = threading.Event()
-
-    def send(note: Note) -> None:
-        anyio.from_thread.run(session.report_progress, next(sent), None, note.text())
-
-    def run() -> ToolResult:
-        try:
-            return work()
-        finally:
-            watch.cancel.clear()  # the work has stopped: the session's next call starts afresh
-            ended.set()
-
-    with anyio.move_on_after(CANCEL_WAIT_S):  # a call cancelled just before is still stopping its work
-        while watch.cancel.is_set():
-            await anyio.sleep(0.05)
-    watch.sink = send if session is not None else None
-    try:
-        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
-    except anyio.get_cancelled_exc_class():
-        watch.sink = None
-        watch.cancel.set()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT_S):
-            while not ended.is_set():
-                await anyio.sleep(0.05)
-        if ended.is_set():
-            watch.cancel.clear()
-        raise
-    finally:
-        watch.sink = None
 
 
 def to_mcp_result(result: ToolResult) -> types.CallToolResult:

@@ -215,7 +215,7 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
                     provide_dependencies=lambda target, prefix: provide_again(ctx, target, prefix))
     text = report.summary(paths.display(ctx, real))
     ctx.last_verdict = {"path": paths.display(ctx, real), "ok": report.ok, "proof": report.proof,
-                        "reasons": report.reasons[:5]}
+                        "reasons": report.reasons[:5], "report": report.to_dict()}  # whole, for MCP's resource
     if rebuild and not steps:
         text += "\n  clean rebuild: not run (no successful build commands in this session to replay)"
     data = {"ok": report.ok, "counts": report.counts, "reasons": report.reasons, "proven": report.proven(),
