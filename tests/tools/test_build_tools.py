@@ -18,6 +18,21 @@ def test_search_knowledge_finds_the_entry_and_stays_quiet_otherwise(call):
     assert r.ok and r.data["matches"] == []
 
 
+def test_search_knowledge_says_how_far_each_match_is_trusted(call):
+    # the exact line a model copies from FindOpenSSL (a comma, not "(missing:", after the name): its symptom
+    r = call("search_knowledge", {"query": "Could NOT find OpenSSL, try to set the path to OpenSSL root folder in "
+                                           "the system variable OPENSSL_ROOT_DIR (missing: OPENSSL_CRYPTO_LIBRARY "
+                                           "OPENSSL_INCLUDE_DIR)"})
+    assert [(m["id"], m["fit"]) for m in r.data["matches"]] == [("cmake-package-not-found", "fix")]
+    assert r.message.startswith("matches its exact symptom (right 99% of the time):")
+    # the first line of the same error, without the package's name: related or weaker, and said so
+    r = call("search_knowledge", {"query": "CMake Error at /usr/share/cmake-3.25/Modules/"
+                                           "FindPackageHandleStandardArgs.cmake:230 (message):"})
+    assert r.data["matches"] and r.data["matches"][0]["id"] == "cmake-package-not-found", r.data
+    assert r.data["matches"][0]["fit"] in ("related", "weak") and "check it fits" in r.message \
+        or "read it as a lead only" in r.message
+
+
 def test_build_status_before_and_after_a_command(ctx, call):
     r = call("build_status")
     assert r.ok and r.data["build_system"] == "cmake" and "not configured yet" in r.message

@@ -41,3 +41,24 @@ def test_a_suite_of_many_failures_is_searched_for_its_first_ones_only(ctx):
     data: dict = {}
     attach_knowledge(ctx, [*quiet, UNEXPECTED_NEW], "NOT VERIFIED", None, data)
     assert "kb" not in data  # the match after the first KB_TEXTS failures is not searched
+
+
+INCLUDE_MISSING = ("CMake Error at CMakeLists.txt:12 (include):\n  include could not find requested file:\n\n"
+                   "    ECMGenerateHeaders\n\n\n-- Configuring incomplete, errors occurred!\n")
+# words of a missing package, but no symptom any entry was written from
+WORDS_ONLY = ("CMake Error at cmake/Deps.cmake:9 (message):\n  the package configuration for frobnicate could not "
+              "be found; set Frob_DIR to the folder with its config files (find_package, CMAKE_PREFIX_PATH)\n")
+
+
+def test_an_exact_symptom_is_a_fix_to_apply_and_a_word_match_only_related(ctx):
+    data: dict = {}
+    message, hint = attach_knowledge(ctx, INCLUDE_MISSING, "step failed", None, data)
+    assert [(k["id"], k["fit"]) for k in data["kb"]] == [("cmake-include-module-missing", "fix")]
+    assert "(its exact symptom matched; apply the fix)" in message
+    assert hint == 'call build_dependency(name="ECMGenerateHeaders.cmake") to cross-build it into the prefix, ' \
+                   "then configure again"
+    data = {}
+    message, hint = attach_knowledge(ctx, WORDS_ONLY, "step failed", None, data)
+    assert data["kb"] and {k["fit"] for k in data["kb"]} == {"related"}, data.get("kb")
+    assert "Related knowledge (matched by words, not by its symptom; check it fits before applying)" in message
+    assert "apply the fix" not in message and hint is None  # no call is named from words alone

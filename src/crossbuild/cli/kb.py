@@ -85,7 +85,9 @@ def kb_eval(show_misses: bool = typer.Option(False, "--misses", help="List the q
             "kinds": {k: {"n": s.n, "recall@1": s.recall1, "recall@3": s.recall3, "mrr": s.mrr}
                       for k, s in r.kinds.items()},
             "negatives": r.negatives, "false_attachments": r.false_attachments,
-            "false_attachment_rate": r.false_attachment_rate, "ms_per_query": r.ms_per_query}))
+            "false_attachment_rate": r.false_attachment_rate, "ms_per_query": r.ms_per_query,
+            "trust": {k: {"matches": n, "right": ok} for k, (n, ok) in r.trust.items()},
+            "words_alone": {k: {"matches": n, "right": ok} for k, (n, ok) in r.words_alone.items()}}))
         return
     console.print(f"knowledge base: {r.entries} entries, {r.queries} labelled queries")
     table = Table()
@@ -96,6 +98,9 @@ def kb_eval(show_misses: bool = typer.Option(False, "--misses", help="List the q
     print_table(table)
     console.print(f"false attachments on {r.negatives} outputs that match no entry: {r.false_attachments} "
                   f"({r.false_attachment_rate:.1%}); {r.ms_per_query:.2f} ms/query")
+    for name, table_of in (("as search gives them", r.trust), ("by words alone, fingerprints ignored", r.words_alone)):
+        shown = "; ".join(f"{fit} {ok}/{n} ({ok / n:.0%})" for fit, (n, ok) in sorted(table_of.items()) if n)
+        console.print(f"top-1 right, {name}: {shown}")
     unseen = r.kinds.get("unseen")
     if unseen:
         ok = unseen.recall1 >= 0.9 and unseen.recall3 >= 0.97 and r.false_attachment_rate <= 0.05

@@ -23,6 +23,12 @@ ENTRIES_FILE = "entries.toml"
 # ranks (12.0 let a make-check segfault reach 12.1 once a 52nd entry shifted the word weights; 12.5 let it reach
 # 12.55 with the 54th). At 13.0 `crossbuild kb eval` gives unseen recall@1 0.975, recall@3 1.0, false attachments 0.
 MIN_BM25_SCORE = 13.0
+# How far a match is trusted, measured by `crossbuild kb eval` (top-1 precision on the labelled queries that are not
+# an entry's own fixture): an exact symptom (fingerprint) is right 90 of 91 times, so its fix is applied; a match by
+# words alone at MIN_BM25_SCORE or more about 9 times in 10 (BM25 on its own: 63 of 71), so it is shown as related,
+# to check before applying; an explicit search_knowledge also lists word matches down to MIN_RELATED_SCORE, where
+# about half are right (15 of 33 from 8 to 13), as weak.
+MIN_RELATED_SCORE = 8.0
 
 
 ActionKind = Literal["cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env", "disable_option",
@@ -100,6 +106,14 @@ class Match:
     score: float
     how: str  # "fingerprint" | "bm25"
     groups: tuple[str, ...] = ()  # what the fingerprint captured (a package name...), for {1} in actions
+
+    @property
+    def fit(self) -> str:
+        """How far to trust it (measured, see MIN_RELATED_SCORE): "fix" (its exact symptom: apply the fix),
+        "related" (matched by words: check it fits first), "weak" (a few words in common)."""
+        if self.how == "fingerprint":
+            return "fix"
+        return "related" if self.score >= MIN_BM25_SCORE else "weak"
 
     def actions(self) -> list[Action]:
         """The entry's actions with {1}, {2}... replaced by what the fingerprint captured."""
@@ -230,6 +244,10 @@ class KnowledgeBase:
             if use_bm25 and score >= threshold:
                 found[entry_id] = Match(self.entries[entry_id], score, "bm25")
         return sorted(found.values(), key=lambda m: -m.score)[:limit]
+
+    def words_only(self, query: str, limit: int = 1) -> list[tuple[str, float]]:
+        """The best entries by words alone (BM25 over the normalised text), fingerprints ignored."""
+        return self._bm25(normalise(query), limit)
 
     def _bm25(self, text: str, limit: int) -> list[tuple[str, float]]:
         words = list(dict.fromkeys(w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", text)))[:64]

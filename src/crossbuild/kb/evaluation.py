@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 
-from crossbuild.kb.base import KnowledgeBase
+from crossbuild.kb.base import MIN_BM25_SCORE, MIN_RELATED_SCORE, KnowledgeBase
 
 KINDS = ("fixture", "paraphrase", "unseen", "heldout")
 
@@ -51,6 +51,11 @@ class EvalReport:
     queries: int
     entries: int
 
+    # top-1 precision by how far a match is trusted (Match.fit): (matches, right), as search gives them, and by
+    # words alone (fingerprints ignored): what a "related" or "weak" match is worth when nothing recognised the text
+    trust: dict[str, tuple[int, int]] = field(default_factory=dict)
+    words_alone: dict[str, tuple[int, int]] = field(default_factory=dict)
+
     @property
     def false_attachment_rate(self) -> float:
         return self.false_attachments / self.negatives if self.negatives else 0.0
@@ -91,5 +96,24 @@ def evaluate(kb: KnowledgeBase, queries: list[Query] | None = None, *, min_score
         if not ranked or ranked[0] != q.expect:
             s.misses.append((q.text[:100], ranked[:3]))
     elapsed = time.perf_counter() - start
+    trust, words_alone = _trust(kb, [q for q in queries if q.kind != "fixture"])
     return EvalReport(kinds=kinds, negatives=negatives, false_attachments=false, false_examples=false_examples,
-                      ms_per_query=1000 * elapsed / max(1, len(queries)), queries=len(queries), entries=len(kb))
+                      ms_per_query=1000 * elapsed / max(1, len(queries)), queries=len(queries), entries=len(kb),
+                      trust=trust, words_alone=words_alone)
+
+
+def _trust(kb: KnowledgeBase, queries: list[Query]) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
+    """Top-1 precision of each kind of match on QUERIES (none of them an entry's own fixture; a negative's match
+    is wrong whatever it is)."""
+    trust: dict[str, list[int]] = {}
+    alone: dict[str, list[int]] = {}
+    for q in queries:
+        top = kb.search(q.text, limit=1, min_score=MIN_RELATED_SCORE)
+        if top:
+            t = trust.setdefault(top[0].fit, [0, 0])
+            t[0], t[1] = t[0] + 1, t[1] + (top[0].entry.id == q.expect)
+        words = kb.words_only(q.text)
+        if words and words[0][1] >= MIN_RELATED_SCORE:
+            a = alone.setdefault("related" if words[0][1] >= MIN_BM25_SCORE else "weak", [0, 0])
+            a[0], a[1] = a[0] + 1, a[1] + (words[0][0] == q.expect)
+    return {k: (n, r) for k, (n, r) in trust.items()}, {k: (n, r) for k, (n, r) in alone.items()}

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from crossbuild.env import debian_rules
+from crossbuild.kb.base import MIN_RELATED_SCORE
 from crossbuild.tools.base import Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import RunContext
 
@@ -25,14 +26,22 @@ class SearchKnowledgeArgs(ToolArgs):
 def _search(ctx: RunContext, args: SearchKnowledgeArgs, _: None) -> ToolResult:
     if ctx.kb is None:
         return ToolResult(ok=True, message="no knowledge base is loaded in this run.", data={"matches": []})
-    matches = ctx.kb.search(args.query, limit=args.limit)
+    # asked for, a weaker match is still worth showing, said as such (Match.fit; measured by `crossbuild kb eval`)
+    matches = ctx.kb.search(args.query, limit=args.limit, min_score=MIN_RELATED_SCORE)
     if not matches:
         return ToolResult(ok=True, message="no knowledge-base entry matches this query.",
-                          hint="search with the first error line of the log, not its last lines",
+                          hint="search with the error's own lines (what the tool printed after `CMake Error at` or "
+                               "`error:`), not the log's last lines",
                           data={"matches": []})
-    text = "\n\n".join(m.entry.render() for m in matches)
+    text = "\n\n".join(f"{FIT_WORDS[m.fit]}\n{m.entry.render()}" for m in matches)
     return ToolResult(ok=True, message=text,
-                      data={"matches": [{"id": m.entry.id, "score": round(m.score, 2), "how": m.how} for m in matches]})
+                      data={"matches": [{"id": m.entry.id, "score": round(m.score, 2), "how": m.how, "fit": m.fit}
+                                        for m in matches]})
+
+
+FIT_WORDS = {"fix": "matches its exact symptom (right 99% of the time):",
+             "related": "related by its words (right about 9 times in 10): check it fits before applying",
+             "weak": "a few words in common (right about half the time): read it as a lead only"}
 
 
 def attach_knowledge(ctx: RunContext, text: str | Sequence[str], message: str, hint: str | None,
@@ -56,12 +65,19 @@ def attach_knowledge(ctx: RunContext, text: str | Sequence[str], message: str, h
     if not chosen:
         return message, hint
     ctx.kb_attached += [attach_key(m) for m in chosen]
-    data["kb"] = [{"id": m.entry.id, "title": m.entry.title, "score": m.score, "how": m.how,
+    data["kb"] = [{"id": m.entry.id, "title": m.entry.title, "score": m.score, "how": m.how, "fit": m.fit,
                    "actions": [a.model_dump(exclude_none=True) for a in m.actions()]} for m in chosen]
-    message += "\n\nKnowledge base (matched automatically; apply the fix):\n" + "\n".join(
-        m.entry.render() for m in chosen)
-    names = [a["name"] for k in data["kb"] for a in k["actions"] if a.get("kind") == "dependency" and a.get("name")]
-    tools = [a["name"] for k in data["kb"] for a in k["actions"] if a.get("kind") == "build_tool" and a.get("name")]
+    fixes, related = [m for m in chosen if m.fit == "fix"], [m for m in chosen if m.fit != "fix"]
+    if fixes:
+        message += "\n\nKnowledge base (its exact symptom matched; apply the fix):\n" + "\n".join(
+            m.entry.render() for m in fixes)
+    if related:
+        message += ("\n\nRelated knowledge (matched by words, not by its symptom; check it fits before applying):\n"
+                    + "\n".join(m.entry.render() for m in related))
+    # the call a hint names comes from an exact match only
+    exact = [k for k in data["kb"] if k["fit"] == "fix"]
+    names = [a["name"] for k in exact for a in k["actions"] if a.get("kind") == "dependency" and a.get("name")]
+    tools = [a["name"] for k in exact for a in k["actions"] if a.get("kind") == "build_tool" and a.get("name")]
     written = _written_by_debian_rules(ctx, names[0]) if names else None
     if written:
         hint = (f"{written} is a file debian/rules writes, not a library: build_status shows its text (data "
