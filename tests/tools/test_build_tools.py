@@ -68,6 +68,23 @@ def test_an_outside_agent_can_build_and_verify_with_the_tools(ctx, call):
     r = call("verify", {"path": "build", "rebuild": True})
     assert r.ok, r.render()
     assert r.data["rebuild"]["ok"] and any(s["passed"] for s in r.data["smoke_runs"])
+    assert not r.data["rebuild"]["reused"]
+    logs = sorted((ctx.root / ".xbuild" / "rebuild" / ".xbuild" / "logs").iterdir())
+
+    # asked again with nothing changed: the second build is compared again, not made again
+    r = call("verify", {"path": "build", "rebuild": True})
+    assert r.ok and r.data["rebuild"]["ok"] and r.data["rebuild"]["reused"], r.render()
+    assert "clean rebuild: passed (the last verify's, made from the same steps, edits and prefix" in r.message
+    assert sorted((ctx.root / ".xbuild" / "rebuild" / ".xbuild" / "logs").iterdir()) == logs
+    # an edited file (or a dependency put into the prefix) is a new input: made again
+    r = call("edit_file", {"path": "src/CMakeLists.txt", "edits": [{"old": "project(", "new": "# edited\nproject("}]})
+    assert r.ok, r.render()
+    r = call("verify", {"path": "build", "rebuild": True, "run_tests": False})
+    assert r.data["rebuild"]["ok"] and not r.data["rebuild"]["reused"], r.render()
+    (ctx.prefix / "include").mkdir(parents=True, exist_ok=True)
+    (ctx.prefix / "include" / "dep.h").write_text("#define DEP 1\n")
+    r = call("verify", {"path": "build", "rebuild": True, "run_tests": False})
+    assert r.data["rebuild"]["ok"] and not r.data["rebuild"]["reused"], r.render()
 
 
 def test_build_status_names_the_projects_own_cmake_projects_and_not_vendored_ones(ctx, call):

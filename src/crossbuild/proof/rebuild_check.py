@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import os
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from crossbuild.env.recipes import BuildStep
@@ -25,20 +28,36 @@ def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
     return scan_tree(root, prune=own_folders(root, toolchain))
 
 
+RECORD = "rebuild.json"  # in the workspace's .xbuild/ (which builds cannot write): what the last rebuild replayed
+
+
 def clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, source: str,
                    box: Sandbox | None, edits: Sequence[str] = ()) -> dict:
     """Replay the recorded steps in a second build (second_build: a fresh copy of the pristine source with the
-    agent's edits, in `.xbuild/rebuild/`), and check it made every linked artifact the first build made."""
+    agent's edits, in `.xbuild/rebuild/`), and check it made every linked artifact the first build made. A second
+    build that already passed with the very same inputs (steps, edited files, dependencies in the prefix,
+    settings: `_inputs`) is not made again: a verdict asked for twice without a change between (the build-machine
+    check after a refused verdict) compares with it once more."""
     original_ws = toolchain.workspace
-    second = build_again(toolchain, steps, source, edits, box, into="rebuild")
-    fresh, fresh_ws = second.toolchain, second.workspace
-    if second.error:
-        return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
-                "not_copied": second.not_copied, "error": second.error}
     try:
         rel_root = root.relative_to(original_ws)
     except ValueError:
         rel_root = Path(".")
+    inputs = _inputs(toolchain, steps, source, edits)
+    last = _last_rebuild(toolchain)
+    fresh_ws = original_ws / ".xbuild" / "rebuild"
+    reused = last.get("inputs") == inputs and safefs.is_dir(original_ws, Path(".xbuild", "rebuild", rel_root))
+    if reused:
+        fresh, not_copied = replace(toolchain, workspace=fresh_ws), list(last.get("not_copied") or [])
+    else:
+        safefs.remove_tree(toolchain.xbuild, RECORD)  # the rebuild about to be made replaces the one it describes
+        second = build_again(toolchain, steps, source, edits, box, into="rebuild")
+        fresh, fresh_ws, not_copied = second.toolchain, second.workspace, second.not_copied
+        if second.error:
+            return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
+                    "not_copied": not_copied, "error": second.error}
+        safefs.write_atomic(toolchain.xbuild, RECORD, json.dumps({"inputs": inputs,
+                                                                  "not_copied": not_copied}).encode())
     linked = LINKED_KINDS
     rebuilt = {a.path for a in scan_outputs(fresh_ws / rel_root, fresh).artifacts if a.kind in linked}
     original = {a.path for a in scan_outputs(root, toolchain).artifacts if a.kind in linked}
@@ -46,9 +65,34 @@ def clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sour
     missing = [p for p in missing if p not in copies_of(root, missing, original & rebuilt)]
     ok = bool(rebuilt) and not missing
     return {"ok": ok, "steps": [str(s) for s in steps], "workspace": str(fresh_ws), "artifacts": len(rebuilt),
-            "not_copied": second.not_copied,
+            "not_copied": not_copied, "reused": reused,
             "error": None if ok else ("rebuild produced no binaries" if not rebuilt
                                       else f"rebuild lacks {', '.join(missing[:5])}")}
+
+
+def _inputs(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, edits: Sequence[str]) -> str:
+    """A digest of everything a second build is made from: the steps with their environments, the source folder,
+    each edited file's bytes, the settings (BuildEnv), and the prefix's files (a dependency built since changes
+    what the steps find)."""
+    h = hashlib.sha256(json.dumps([[dataclasses.asdict(s) for s in steps], source, sorted(edits),
+                                   toolchain.env.as_dict()], sort_keys=True, default=str).encode())
+    for rel in sorted(edits):
+        try:
+            h.update(rel.encode() + b"\0" + hashlib.sha256(safefs.read_bytes(toolchain.workspace, rel,
+                                                                               max_bytes=64 << 20)).digest())
+        except (OSError, ValueError):
+            h.update(rel.encode() + b"\0gone")
+    if toolchain.prefix.is_dir():
+        for e in sorted(safefs.walk_files(toolchain.prefix), key=lambda e: e.rel):
+            h.update(f"{e.rel}\0{e.st.st_size}\0{e.st.st_mtime_ns}\0{e.st.st_mode}\n".encode())
+    return h.hexdigest()
+
+
+def _last_rebuild(toolchain: Toolchain) -> dict:
+    try:
+        return json.loads(safefs.read_text(toolchain.xbuild, RECORD, max_bytes=1 << 20))
+    except (OSError, ValueError):
+        return {}
 
 
 _HASH = re.compile(r"[0-9a-f]{16,}", re.IGNORECASE)

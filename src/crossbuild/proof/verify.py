@@ -133,7 +133,9 @@ class VerifyReport:
         if self.needs_runtime:
             lines.append(f"  needs crossbuild's shared C++ runtime: ship {self.needs_runtime} with it")
         if self.rebuild:
-            lines.append(f"  clean rebuild: {'passed' if self.rebuild['ok'] else self.rebuild['error']}")
+            lines.append(f"  clean rebuild: {'passed' if self.rebuild['ok'] else self.rebuild['error']}"
+                         + (" (the last verify's, made from the same steps, edits and prefix: not made again)"
+                            if self.rebuild.get("reused") else ""))
         lines += [f"  - {reason}" for reason in self.reasons[:limit]]
         return "\n".join(lines)
 
