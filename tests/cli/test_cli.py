@@ -372,3 +372,9 @@ def test_building_the_current_folder_keeps_its_runs_out_of_the_copy(tmp_path):
     assert len(runs) == 2, r.stdout[-2000:] + r.stderr[-2000:]
     for ws in runs:
         assert (ws / "src" / "CMakeLists.txt").is_file() and not (ws / "src" / "crossbuild-runs").exists()
+
+
+def test_prepare_says_what_is_ready_and_refuses_an_unknown_target_in_one_line():
+    r = cb("prepare", "aarch64-linux-musl", "--no-cxx", "vax-vms")
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [r.stderr.strip()]
+    assert r.stderr.startswith("error: unknown target 'vax-vms'")

@@ -143,10 +143,13 @@ def test_a_reinstalled_zig_at_the_same_path_still_links_windows_programs_in_the_
     shared = tmp_path / "shared-cache"
     install = shared / "ziglang"  # below a folder the sandbox mounts, as the venv is
 
+    notes: list[tuple[str, int | None, int | None]] = []
+
     def link_in_sandbox(name: str):
         tc = Toolchain.for_target(parse_target("x86_64-windows-gnu"), tmp_path / name, prefix=tmp_path / "prefix",
                                   zig_cache=shared)
-        tc = dataclasses.replace(tc, zig=install / "zig").materialise(warm=("c",))
+        tc = dataclasses.replace(tc, zig=install / "zig").materialise(
+            warm=("c",), note=lambda *n: notes.append(n))
         src = tc.workspace / "hello.c"
         src.write_text("#include <stdio.h>\nint main(void){puts(\"hi\");return 0;}\n")
         box = sandbox.for_toolchain(tc)
@@ -156,6 +159,9 @@ def test_a_reinstalled_zig_at_the_same_path_still_links_windows_programs_in_the_
 
     shutil.copytree(host.zig_executable().parent, install, copy_function=shutil.copy)
     assert link_in_sandbox("before").ok
+    # the minutes zig spends on the runtime are said first (what `crossbuild build` and `prepare` show)
+    assert notes == [("preparing zig's C runtime (libc, compiler-rt) for x86_64-windows-gnu (first use of this "
+                      "target only; about 1 to 2.5 minutes on two cores)", 1, 1)]
     shutil.rmtree(install)  # the "reinstall": same path, same content, new inodes and times
     shutil.copytree(host.zig_executable().parent, install, copy_function=shutil.copy)
     after = link_in_sandbox("after")

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from crossbuild.foundation.progress import Note
+
 
 @dataclass
 class Event:
@@ -21,3 +23,9 @@ EventSink = Callable[[Event], None]
 
 def ignore(_: Event) -> None:
     pass
+
+
+def progress(note: Note, step: int) -> Event:
+    """What a long call is doing (foundation.progress), as the renderers take it; STEP 0 is before the first."""
+    return Event("progress", {"step": step, "message": note.text(), "phase": note.message, "done": note.done,
+                              "total": note.total})

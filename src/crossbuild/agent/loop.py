@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from crossbuild import __version__
-from crossbuild.agent import prompt
+from crossbuild.agent import events, prompt
 from crossbuild.agent.budgets import Budgets, cost_usd
 from crossbuild.agent.context_window import compact
 from crossbuild.agent.events import Event, EventSink, ignore
@@ -100,7 +100,7 @@ class Agent:
         outcome: RunOutcome | None = None
         # what a long tool call is doing reaches the renderers; a dependency's run reports to whoever watches the
         # call that asked for it
-        watching = self.ctx.watch.sink is None
+        watching, before = self.ctx.depth == 0 or self.ctx.watch.sink is None, self.ctx.watch.sink
         if watching:
             self.ctx.watch.sink = self._progress
         try:
@@ -115,7 +115,7 @@ class Agent:
             if outcome is None:
                 outcome = self._outcome(StopReason.CANCELLED, "interrupted")
             if watching:
-                self.ctx.watch.sink = None
+                self.ctx.watch.sink = before
             self._record_outcome(outcome)
         self.emit(Event("finished", outcome.to_dict()))
         return outcome
@@ -268,8 +268,7 @@ class Agent:
         return [r for r in results if r is not None]
 
     def _progress(self, note: Note) -> None:
-        self.emit(Event("progress", {"step": self.steps, "message": note.text(), "phase": note.message,
-                                     "done": note.done, "total": note.total}))
+        self.emit(events.progress(note, self.steps))
 
     def _emit_call(self, call: ToolCall) -> None:
         self.emit(Event("tool_call", {"step": self.steps, "id": call.id, "name": call.name,

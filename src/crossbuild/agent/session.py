@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from crossbuild import kb
+from crossbuild.agent import events
 from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.dependency_builder import DependencyBuilder
 from crossbuild.agent.events import Event, EventSink, ignore
@@ -21,6 +22,7 @@ from crossbuild.agent.resume import NotResumable, Replay
 from crossbuild.env import sandbox, workspace
 from crossbuild.env.toolchain import default_prefix
 from crossbuild.foundation import safefs
+from crossbuild.foundation.progress import Note, Watch
 from crossbuild.foundation.settings import Resolved
 from crossbuild.foundation.targets import Target, parse_target
 from crossbuild.models import ModelConfig, ScriptedModel, make_model
@@ -123,8 +125,7 @@ def _build_once(req: BuildRequest, *, on_event: EventSink, cancel: threading.Eve
     if replay is None:
         root = req.workspace_dir or workspace.new_root(req.runs_dir, req.source, req.target.name)
         ws = workspace.prepare(str(req.copy_from or req.source), root, source_hints=req.source_hints,
-                               note=lambda phase: on_event(Event("progress", {"step": 0, "message": phase,
-                                                                             "phase": phase})))
+                               note=lambda phase: on_event(events.progress(Note(phase), 0)))
         left_out = list(ws.left_out)
         on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": left_out}))
     else:
@@ -134,8 +135,10 @@ def _build_once(req: BuildRequest, *, on_event: EventSink, cancel: threading.Eve
     try:
         builder = DependencyBuilder(trace=trace, on_event=on_event, user_sources=req.dep_sources,
                                     project=_debian_name(req.source))
+        # zig's runtime for a target's first use is prepared here, before the first step: said, not silent
+        watch = Watch(cancel=cancel, sink=lambda note: on_event(events.progress(note, 0)))
         ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
-                                kb=kb.load(), jobs=req.jobs, cancel=cancel, dependency_builder=builder,
+                                kb=kb.load(), jobs=req.jobs, watch=watch, dependency_builder=builder,
                                 keep_features=req.keep_features, extra_args=req.extra_args,
                                 passthrough=req.passthrough)
         if isinstance(model, ScriptedModel):

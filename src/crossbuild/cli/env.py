@@ -13,7 +13,7 @@ from crossbuild.cli.common import console, err, fail, print_table, target_from
 from crossbuild.env import doctor as doctor_mod
 from crossbuild.env import workspace
 from crossbuild.env.toolchain import Toolchain
-from crossbuild.foundation.targets import TARGETS, aliases_of
+from crossbuild.foundation.targets import TARGETS, UnknownTargetError, aliases_of, parse_target
 
 app = typer.Typer()
 
@@ -109,3 +109,59 @@ def musl_loader_cmd(
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None
     console.print(f"musl loader for {t.arch}: {path}")
+
+
+@app.command()
+def prepare(
+    target_names: list[str] = typer.Argument(..., metavar="TARGET...", help="Targets to prepare, e.g. "
+                                             "aarch64-linux-musl riscv64-linux-musl."),
+    cxx: bool = typer.Option(True, "--cxx/--no-cxx", help="Also zig's C++ runtime and crossbuild's shared one."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Targets prepared at once (default: one per two cores; zig "
+                                                     "itself uses every core for each)."),
+) -> None:
+    """Build what a target's first build would wait for (zig's libc and compiler-rt, its C++ runtime, crossbuild's
+    shared C++ runtime) ahead of time, e.g. in a CI image: each line says what is prepared now."""
+    import concurrent.futures
+    import os
+    import threading
+    import time
+
+    from crossbuild.env import cxx_runtime, zigcache
+    from crossbuild.foundation import host
+
+    try:
+        chosen = list(dict.fromkeys(parse_target(n) for n in target_names))
+    except UnknownTargetError as e:
+        fail(str(e))
+    zig = host.zig_executable()
+    if zig is None:
+        fail("zig is not installed: `pip install ziglang` (crossbuild pins its zig), or run scripts/setup.sh")
+    start, said, lock = time.monotonic(), set(), threading.Lock()
+
+    def note(phase: str, done: int | None, total: int | None) -> None:
+        with lock:  # a line per phase: the counts change too often for a log
+            if phase not in said:
+                said.add(phase)
+                console.print(f"[dim]{time.monotonic() - start:6.1f}s[/] {phase}", highlight=False)
+
+    def one(t) -> str:
+        began = time.monotonic()
+        built = zigcache.warm(t, languages=("c", "c++") if cxx else ("c",), zig=zig, note=note)
+        if cxx and cxx_runtime.supported(t):
+            had = cxx_runtime.available(t, zig)
+            cxx_runtime.build(t, zig, note=note)
+            built += [] if had else ["shared C++ runtime"]
+        return (f"{t.name}: prepared ({', '.join(built)}) in {time.monotonic() - began:.0f}s" if built
+                else f"{t.name}: already prepared")
+
+    workers = jobs or max(1, (os.cpu_count() or 2) // 2)
+    failed = False
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(chosen))) as pool:
+        for t, fut in [(t, pool.submit(one, t)) for t in chosen]:
+            try:
+                console.print(fut.result(), highlight=False)
+            except (zigcache.WarmError, cxx_runtime.RuntimeBuildError) as e:
+                err.print(f"[red]error:[/] {t.name}: {e}", highlight=False)
+                failed = True
+    if failed:
+        raise typer.Exit(1)

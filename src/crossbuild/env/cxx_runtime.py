@@ -22,6 +22,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from crossbuild.env.musl_sysroot import sysroot_dir
@@ -57,8 +58,10 @@ def available(target: Target, zig: Path) -> Path | None:
         _stamp(target).read_text() == _stamp_text(zig) else None
 
 
-def build(target: Target, zig: Path, *, jobs: int | None = None) -> Path:
-    """Build and cache the target's shared C++ runtime (once per zig installation); returns its path."""
+def build(target: Target, zig: Path, *, jobs: int | None = None,
+          note: Callable[[str, int | None, int | None], None] | None = None) -> Path:
+    """Build and cache the target's shared C++ runtime (once per zig installation); returns its path. NOTE is told
+    when it is built (minutes, once)."""
     if not supported(target):
         raise RuntimeBuildError(f"{target.name}: a shared C++ runtime is built for Linux musl targets only")
     if found := available(target, zig):
@@ -72,6 +75,9 @@ def build(target: Target, zig: Path, *, jobs: int | None = None) -> Path:
         with host.exclusive(dest.parent.parent / f".{target.arch}-cxx.lock"):  # parallel runs build it once
             if found := available(target, zig):
                 return found
+            if note:
+                note(f"building crossbuild's shared C++ runtime for {target.name} (first use of this target only; "
+                     "about 2.5 minutes on two cores)", None, None)
             try:
                 _build(target, zig, dest, jobs or os.cpu_count() or 2)
             except RuntimeBuildError as e:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -192,7 +192,8 @@ class Toolchain:
         return qemu_sysroot(self.target)
 
     # -- the files -------------------------------------------------------------------------------------------
-    def materialise(self, *, warm: tuple[str, ...] | None = None, layer: bool = True) -> Toolchain:
+    def materialise(self, *, warm: tuple[str, ...] | None = None, layer: bool = True,
+                    note: Callable[[str, int | None, int | None], None] | None = None) -> Toolchain:
         """Write `.xbuild/` and the scratch folder (idempotent: rewriting gives the same files). Nothing a build
         left in the workspace is followed: every file goes through safefs below the workspace. For an isolated
         toolchain, the shared zig cache is warmed on the host for WARM languages (default: what the project in
@@ -219,11 +220,11 @@ class Toolchain:
             self._write(self.xbuild / "autotools" / name, script.read_text(encoding="utf-8"), executable=True)
         if self.isolated:
             languages = warm or zigcache.languages_of(self.workspace / "src")
-            zigcache.warm(self.target, languages=languages, shared=self.zig_cache, zig=self.zig)
+            zigcache.warm(self.target, languages=languages, shared=self.zig_cache, zig=self.zig, note=note)
             if "c++" in languages and cxx_runtime.supported(self.target) and zigcache.has_cxx_sources(
                     self.workspace / "src"):  # its C++ shared libraries and their programs share one runtime
                 try:
-                    cxx_runtime.build(self.target, self.zig)
+                    cxx_runtime.build(self.target, self.zig, note=note)
                 except cxx_runtime.RuntimeBuildError as e:  # zig's static runtime then, as before: said, not fatal
                     print(f"crossbuild: no shared C++ runtime for {self.target.name}: {e}", file=sys.stderr)
             if layer:

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from crossbuild.foundation import host, safefs
@@ -67,10 +68,14 @@ def _install_digest(binary: Path, inode: int, mtime_ns: int) -> str:
     return digest.hexdigest()[:12]
 
 
+WARM_ESTIMATE = "first use of this target only; about 1 to 2.5 minutes on two cores"
+
+
 def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | None = None,
-         zig: Path | None = None) -> list[str]:
+         zig: Path | None = None, note: Callable[[str, int | None, int | None], None] | None = None) -> list[str]:
     """Build the target's libc, compiler-rt (and libc++ for "c++") into the shared cache, on the host, from
-    crossbuild's own sources; returns the languages that were built now (empty when all were warm)."""
+    crossbuild's own sources; returns the languages that were built now (empty when all were warm). NOTE is told
+    what is being prepared, with how far it is (a first run otherwise sits silent for minutes)."""
     shared = shared or host.zig_cache_dir(target.zig_target)
     zig = zig or host.zig_executable()
     if zig is None:
@@ -84,7 +89,9 @@ def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | 
             done_stamp = stamp(shared, target, lang, zig)
             if done_stamp.exists():  # warmed by another run while we waited
                 continue
-            _warm_language(zig, target, lang, shared)
+            what = "C runtime (libc, compiler-rt)" if lang == "c" else "C++ runtime (libc++, libc++abi, libunwind)"
+            phase = f"preparing zig's {what} for {target.name} ({WARM_ESTIMATE})"
+            _warm_language(zig, target, lang, shared, lambda i, n, phase=phase: note and note(phase, i, n))
             done_stamp.parent.mkdir(exist_ok=True)
             done_stamp.touch()
             done.append(lang)
@@ -97,7 +104,8 @@ def writing(shared: Path):
     return host.exclusive(shared / _WARM_LOCK)
 
 
-def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
+def _warm_language(zig: Path, target: Target, lang: str, shared: Path,
+                   progress: Callable[[int, int], object]) -> None:
     with tempfile.TemporaryDirectory(prefix="crossbuild-warm-") as tmp:
         src = Path(tmp) / ("warm.cpp" if lang == "c++" else "warm.c")
         src.write_text(_CXX if lang == "c++" else _C)
@@ -106,6 +114,7 @@ def _warm_language(zig: Path, target: Target, lang: str, shared: Path) -> None:
         driver = "c++" if lang == "c++" else "cc"
         suffix = {"exe": ".exe" if target.is_windows else "", "shared": ".dll" if target.is_windows else ".so"}
         for i, (kind, flags) in enumerate(_VARIANTS):
+            progress(i + 1, len(_VARIANTS))
             if kind == "rc":
                 if target.is_windows and lang == "c":
                     _warm_resource_compiler(zig, Path(tmp), env)
