@@ -175,3 +175,37 @@ def test_windows_artifacts_meet_the_corpus_names_and_its_functional_check_is_not
     # the same names on a Linux target are not the corpus's names, and its functional check runs (and fails here)
     linux = success_levels(brotli, outcome, tmp_path / "none.db", tmp_path / "ws", parse_target("aarch64-linux-musl"))
     assert linux["expected"] is False and linux["functional"] is False
+
+
+@pytest.mark.slow
+def test_a_runner_stopped_with_sigterm_leaves_no_build_running(tmp_path):
+    """`pkill -f "crossbuild eval run"` reaches the runner alone: its cells' builds (and their sandboxes) must stop
+    with it, not go on taking the CPU from whatever runs next."""
+    project = tmp_path / "sleepy"
+    project.mkdir()
+    (project / "Makefile").write_text("all:\n\tsleep 307\n")
+    manifests = tmp_path / "corpus"
+    manifests.mkdir()
+    (manifests / "sleepy.toml").write_text(f'name = "sleepy"\nsource = "{project}"\ntier = "easy"\n'
+                                           'build_system = "make"\nlanguage = "C"\nexpected = ["prog"]\n')
+    proc = subprocess.Popen([*CLI, "eval", "run", str(manifests), "--targets", "aarch64-linux-musl", "--out",
+                             str(tmp_path / "out")], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+
+    def sleeping() -> bool:
+        return subprocess.run(["pgrep", "-f", "sleep 307"], capture_output=True).returncode == 0
+
+    try:
+        deadline = time.monotonic() + 600
+        while not sleeping():
+            assert time.monotonic() < deadline and proc.poll() is None, "the cell's build never reached its make"
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)  # the runner only, as pkill does; not its process group
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 60
+        while sleeping():
+            assert time.monotonic() < deadline, "the cell's build went on after its runner was stopped"
+            time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
+        subprocess.run(["pkill", "-9", "-f", "sleep 307"])

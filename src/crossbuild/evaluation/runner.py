@@ -5,11 +5,13 @@ crashed ones."""
 
 from __future__ import annotations
 
+import ctypes
 import fnmatch
 import json
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -82,6 +84,16 @@ def finished_cells(results: Path) -> set[str]:
     return done
 
 
+def _dies_with_runner() -> None:
+    """In the cell's process before exec: killed when the thread that started it ends, i.e. when the runner is
+    killed in any way (`kill`, `pkill -f`, a CI job stopped); its sandboxes die with it. A build left running after
+    its runner is CPU taken from every later cell."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
 def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
     """One isolated `crossbuild build` in a subprocess; returns the result row (status "crashed" when the build
     process died without an outcome)."""
@@ -102,7 +114,8 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
                            "tier": cell.project.tier, "target": cell.target, "repeat": cell.repeat,
                            "model": config.model, "config": config.snapshot(), "crossbuild_version": __version__}
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=config.timeout_s, env=env, cwd=work)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=config.timeout_s, env=env, cwd=work,
+                              preexec_fn=_dies_with_runner)
     except subprocess.TimeoutExpired:
         return {**row, "status": "crashed", "error": f"cell timed out after {config.timeout_s:.0f}s",
                 "wall_s": time.monotonic() - start}
