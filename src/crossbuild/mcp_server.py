@@ -209,6 +209,8 @@ class CrossbuildMCP:
             return ToolResult(ok=False, error_type=ErrorType.PERMISSION_DENIED,
                               message=f"cannot open that workspace: {e.strerror or e} ({e.filename})",
                               hint="start a new workspace from the source instead")
+        if watch.cancel.is_set():  # cancelled while it was being prepared: the session keeps its workspace
+            return ToolResult(ok=False, error_type=ErrorType.CANCELLED, message="cancelled: no workspace was opened.")
         with state.lock:
             state.ctx = new
         note = (f" Not copied: {', '.join(left_out[:8])}{' ...' if len(left_out) > 8 else ''} (credential and "

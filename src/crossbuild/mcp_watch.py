@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 
 from crossbuild import mcp_resources
@@ -29,16 +30,18 @@ async def watched(ctx: Any, watch: Watch, work: Callable[[], ToolResult], *, log
     LOGS_OF's logs are watched: each that grows is a resource update on BUS, a new one a list change."""
     session = getattr(ctx, "session", None)
     sent = itertools.count(1)
-    ended = threading.Event()
+    ended, cancelled_here = threading.Event(), threading.Event()
+    loop = anyio.lowlevel.current_token()  # notes come from any thread (a command's output is read on its own)
 
     def send(note: Note) -> None:
-        anyio.from_thread.run(session.report_progress, next(sent), None, note.text())
+        anyio.from_thread.run(session.report_progress, next(sent), None, note.text(), token=loop)
 
     def run() -> ToolResult:
         try:
             return work()
         finally:
-            watch.cancel.clear()  # the work has stopped: the session's next call starts afresh
+            if cancelled_here.is_set():  # only the call that cancelled lifts it, once its work has stopped
+                watch.cancel.clear()
             ended.set()
 
     with anyio.move_on_after(CANCEL_WAIT_S):  # a call cancelled just before is still stopping its work
@@ -52,16 +55,19 @@ async def watched(ctx: Any, watch: Watch, work: Callable[[], ToolResult], *, log
             tg.start_soon(_publish_logs, logs_of, bus, ended)
             return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
-        watch.sink = None
+        if watch.sink is send:
+            watch.sink = None
+        cancelled_here.set()
         watch.cancel.set()
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT_S):
             while not ended.is_set():
                 await anyio.sleep(0.05)
-        if ended.is_set():
+        if ended.is_set():  # it had ended before the cancel was set
             watch.cancel.clear()
         raise
     finally:
-        watch.sink = None
+        if watch.sink is send:
+            watch.sink = None
 
 
 LOG_POLL_S = 1.0

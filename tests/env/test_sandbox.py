@@ -219,3 +219,22 @@ def test_the_namespace_helper_refuses_a_malformed_map_or_a_command_without_its_p
         r = subprocess.run([*helper, *argv], capture_output=True, text=True, cwd="/tmp")
         assert r.returncode == 125 and said in r.stderr and len(r.stderr.splitlines()) == 1, (argv, r.stderr)
     assert not Path("/tmp/{userns}").exists() and not Path("/tmp/nothing").exists()
+
+
+def test_a_watched_command_printing_a_monstrous_count_runs_to_its_end(tmp_path):
+    """A build prints `[1/<5000 digits>]` while someone watches its progress: the count is ignored, the output is
+    still copied whole into the log and the command ends on its own (a reader's failure once stopped the copying,
+    and the command hung on a full pipe until its timeout)."""
+    from crossbuild.foundation.progress import Watch
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = sandbox.for_tree(ws)
+    notes = []
+    box.watch = Watch(sink=notes.append)
+    script = "printf '[1/%s]\\n' $(printf '9%.0s' $(seq 5000)); seq 1 200000; echo done"
+    res = box.run(["sh", "-c", script], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "m.log",
+                  limits=sandbox.Limits(timeout_s=60))
+    assert res.ok and res.stopped is None, res
+    assert (tmp_path / "m.log").read_text().rstrip().endswith("200000\ndone")
+    assert [n.message for n in notes] == [f"m: sh -c {script}"[:126]]  # the phase only; no count from the monster

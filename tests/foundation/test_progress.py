@@ -26,6 +26,7 @@ def test_the_counts_build_and_test_tools_print_are_read_across_chunks():
     read(b"25/25 Test #25: last ... Passed\n")  # the last count always goes through
     assert got[-1].text() == "build: 25 of 25"
     read(b"[9/3] impossible\n[ 300%] impossible\n")
+    read(b"[1/" + b"9" * 5000 + b"]\n")  # past int()'s digit limit: not a count, and no exception
     assert got[-1].text() == "build: 25 of 25"
 
 

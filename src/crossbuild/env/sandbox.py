@@ -303,7 +303,10 @@ class _OutputPump:
                 self.log.write(chunk)
                 self.written += len(chunk)
                 if self.on_output:
-                    self.on_output(chunk)
+                    try:
+                        self.on_output(chunk)
+                    except Exception:  # a reader's bug must not stop the copying (the pipe would fill)
+                        self.on_output = None
             if self.over_limit.is_set():
                 break
 

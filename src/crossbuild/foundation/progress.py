@@ -59,8 +59,9 @@ class Watch:
         return _CountReader(self, message)
 
 
-_COUNT = re.compile(rb"^\s*\[\s*(\d+)/(\d+)\]|^\s*(\d+)/(\d+) \S")
-_PERCENT = re.compile(rb"^\[\s*(\d+)%\]")
+# bounded digits: a build printing a 5000-digit "count" must not reach int()'s digit limit
+_COUNT = re.compile(rb"^\s*\[\s*(\d{1,9})/(\d{1,9})\]|^\s*(\d{1,9})/(\d{1,9}) \S")
+_PERCENT = re.compile(rb"^\[\s*(\d{1,3})%\]")
 
 
 class _CountReader:

@@ -84,7 +84,9 @@ def _inputs(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, edits
             h.update(rel.encode() + b"\0gone")
     if toolchain.prefix.is_dir():
         for e in sorted(safefs.walk_files(toolchain.prefix), key=lambda e: e.rel):
-            h.update(f"{e.rel}\0{e.st.st_size}\0{e.st.st_mtime_ns}\0{e.st.st_mode}\n".encode())
+            # ctime and inode too: an install copies a dependency's mtimes, which utime can set, ctime it cannot
+            h.update(f"{e.rel}\0{e.st.st_size}\0{e.st.st_mtime_ns}\0{e.st.st_ctime_ns}\0{e.st.st_ino}\0"
+                     f"{e.st.st_mode}\n".encode())
     return h.hexdigest()
 
 
