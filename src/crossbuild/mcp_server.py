@@ -70,6 +70,16 @@ OPEN_WORKSPACE = Tool(
 class SessionState:
     ctx: RunContext | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # this session's resource events, heard only by its own listeners (another session's log activity is not news
+    # to share), with a bound of its own on open listen streams
+    bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
+    listen: ListenHandler = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.listen = ListenHandler(self.bus, max_subscriptions=MAX_LISTENS)
+
+
+MAX_LISTENS = 16  # open subscriptions/listen streams per session
 
 
 class CrossbuildMCP:
@@ -92,13 +102,13 @@ class CrossbuildMCP:
         self._sessions: dict[str, SessionState] = {}
         self._shared_default: RunContext | None = None
         self._guard = threading.Lock()
-        self.bus = InMemorySubscriptionBus()  # resource events for clients listening (subscriptions/listen)
+        self._stateless = SessionState()  # stateless HTTP requests: the server's default workspace, shared
 
     def server(self) -> Server:
         return Server("crossbuild", version=__version__, instructions=INSTRUCTIONS,
                       on_list_tools=self._list_tools, on_call_tool=self._call_tool,
                       on_list_resources=self._list_resources, on_list_resource_templates=self._list_templates,
-                      on_read_resource=self._read_resource, on_subscriptions_listen=ListenHandler(self.bus),
+                      on_read_resource=self._read_resource, on_subscriptions_listen=self._listen,
                       on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt)
 
     # ---- handlers ---------------------------------------------------------------------------------------------
@@ -136,7 +146,7 @@ class CrossbuildMCP:
             else:
                 result = await watched(ctx, run_ctx.watch,
                                         lambda: self.toolset.dispatch(run_ctx, name, params.arguments),
-                                        logs_of=run_ctx, bus=self.bus)
+                                        logs_of=run_ctx, bus=(state or self._stateless).bus)
         return to_mcp_result(result)
 
     async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
@@ -158,6 +168,9 @@ class CrossbuildMCP:
             raise MCPError(code=types.INVALID_PARAMS,
                            message=f"unknown prompt {params.name!r}; the prompt is {mcp_resources.PROMPT.name}")
         return mcp_resources.prompt_messages(params.arguments)
+
+    async def _listen(self, ctx: Any, params: Any) -> Any:
+        return await (self._state(ctx) or self._stateless).listen(ctx, params)
 
     async def _session_ctx(self, ctx: Any) -> RunContext | None:
         state = self._state(ctx)
