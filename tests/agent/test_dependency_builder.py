@@ -51,3 +51,36 @@ def test_a_library_a_debian_patch_removed_is_a_dependency_though_quilt_keeps_its
     (wrapper / "fmt.h").write_text("#include <fmt/core.h>\n")
     assert _own_target(tmp_path / "ws", "fmt") is None
     assert _own_target(tmp_path / "ws", "spdlog/fmt/fmt.h") == "src/include/spdlog/fmt/fmt.h"
+
+
+def test_a_cancelled_call_stops_waiting_for_another_runs_build_of_the_same_dependency(tmp_path):
+    """Another run holds zlib's build lock (its build may take an hour): a build_dependency call cancelled while it
+    waits ends at once and says why, instead of keeping its session cancelled until that build is over."""
+    import threading
+    import time
+
+    from crossbuild.env import dependency_cache as deps
+
+    src = tmp_path / "ws" / "src"
+    src.mkdir(parents=True)
+    ctx = RunContext.create(tmp_path / "ws", parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix",
+                            sandbox_backend="none", dependency_builder=DependencyBuilder())
+    held, release = threading.Event(), threading.Event()
+
+    def other_run() -> None:
+        with deps.build_lock("aarch64-linux-musl", "zlib"):
+            held.set()
+            release.wait(60)
+
+    threading.Thread(target=other_run, daemon=True).start()
+    assert held.wait(10)
+    try:
+        threading.Timer(0.5, ctx.cancel.set).start()
+        start = time.monotonic()
+        # a version nobody cached: the call reaches the lock
+        r = default_toolset().dispatch(ctx, "build_dependency", json.dumps({"name": "ZLIB",
+                                                                            "version": "0.0-never-built"}))
+        assert time.monotonic() - start < 10
+        assert not r.ok and "cancelled while another run was building zlib for aarch64-linux-musl" in r.message
+    finally:
+        release.set()

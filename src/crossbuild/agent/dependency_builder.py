@@ -15,7 +15,7 @@ from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.events import Event, EventSink, ignore
 from crossbuild.env import dependency_cache as deps
 from crossbuild.env import recipes, workspace
-from crossbuild.foundation import safefs
+from crossbuild.foundation import host, safefs
 from crossbuild.models.planner import Planner
 from crossbuild.proof.artifacts import scan_tree
 from crossbuild.tools.context import RunContext
@@ -75,20 +75,24 @@ class DependencyBuilder:
                 return DependencyOutcome(False, name, pkg.source, f"dependency depth limit ({self.max_depth}) "
                                          f"reached: {pkg.source} is needed {ctx.depth} levels down")
             ctx.watch.note(f"{pkg.source}: waiting for its build lock (another run may be building it)")
-            with deps.build_lock(target, pkg.source):
-                entry = deps.lookup(target, pkg.source, version, key=key)  # built by a concurrent run meanwhile
-                if entry is None:
-                    self.building.add(pkg.source)
-                    try:
-                        built = self._build(ctx, pkg, version, start, key)
-                    finally:
-                        self.building.discard(pkg.source)
-                    if isinstance(built, DependencyOutcome):
-                        return built
-                    entry = built
-                    cached = False
-                else:
-                    cached = True
+            try:
+                with deps.build_lock(target, pkg.source, until=ctx.cancel.is_set):
+                    entry = deps.lookup(target, pkg.source, version, key=key)  # built by a concurrent run meanwhile
+                    if entry is None:
+                        self.building.add(pkg.source)
+                        try:
+                            built = self._build(ctx, pkg, version, start, key)
+                        finally:
+                            self.building.discard(pkg.source)
+                        if isinstance(built, DependencyOutcome):
+                            return built
+                        entry = built
+                        cached = False
+                    else:
+                        cached = True
+            except host.GaveUpWaiting:
+                return DependencyOutcome(False, name, pkg.source, f"cancelled while another run was building "
+                                                                   f"{pkg.source} for {target}")
         else:
             cached = True
         copy_start = time.monotonic()

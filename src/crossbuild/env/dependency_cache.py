@@ -13,7 +13,7 @@ import re
 import shutil
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -321,9 +321,10 @@ def recorded_sources(prefix: Path) -> list[tuple[str, str | None]]:
 
 
 @contextmanager
-def build_lock(target: str, source: str) -> Iterator[None]:
-    """One build of a package per target at a time; the second waiter then finds it in the cache."""
-    with host.exclusive(deps_root() / target / f"{_safe(source)}.build.lock"):
+def build_lock(target: str, source: str, *, until: Callable[[], bool] | None = None) -> Iterator[None]:
+    """One build of a package per target at a time; the second waiter then finds it in the cache (UNTIL: see
+    host.exclusive)."""
+    with host.exclusive(deps_root() / target / f"{_safe(source)}.build.lock", until=until):
         yield
 
 

@@ -12,7 +12,8 @@ import os
 import platform
 import shutil
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -28,14 +29,30 @@ def cache_root() -> Path:
     return (base / "crossbuild").resolve()
 
 
+class GaveUpWaiting(RuntimeError):
+    """A lock's waiter was told to stop waiting (its call was cancelled)."""
+
+
 @contextmanager
-def exclusive(lock_file: Path, *, shared: bool = False) -> Iterator[None]:
+def exclusive(lock_file: Path, *, shared: bool = False, until: Callable[[], bool] | None = None) -> Iterator[None]:
     """Hold an exclusive lock on `lock_file` (created if need be): crossbuild processes on one machine share the
     caches, and the second one to arrive waits, then finds the work done. `shared`: many readers at once, none
-    while a writer holds it exclusively."""
+    while a writer holds it exclusively. UNTIL: checked while waiting; once true, GaveUpWaiting (another run's
+    build may hold the lock for an hour, and a cancelled call must not wait for it)."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_file, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        if until is None:
+            fcntl.flock(f, mode)
+        else:
+            while True:
+                try:
+                    fcntl.flock(f, mode | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if until():
+                        raise GaveUpWaiting(f"stopped waiting for {lock_file.name}") from None
+                    time.sleep(0.2)
         try:
             yield
         finally:
