@@ -31,9 +31,9 @@ MAX_LOG_BYTES = 1 << 20  # a resource read returns at most the last MiB of a log
 LOGS = ".xbuild/logs"  # where RunContext.next_log puts every command's log
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
 
-_LOG = re.compile(r"^crossbuild://workspace/([^/]+)/log/([0-9]{4}-[A-Za-z0-9._+-]+\.log)$")
-_VERDICT = re.compile(r"^crossbuild://workspace/([^/]+)/verdict$")
-_KNOWLEDGE = re.compile(r"^crossbuild://knowledge/([a-z0-9][a-z0-9-]*)$")
+_LOG = re.compile(r"^crossbuild://workspace/([^/]+)/log/([0-9]{4}-[A-Za-z0-9._+-]+\.log)\Z")
+_VERDICT = re.compile(r"^crossbuild://workspace/([^/]+)/verdict\Z")
+_KNOWLEDGE = re.compile(r"^crossbuild://knowledge/([a-z0-9][a-z0-9-]*)\Z")
 
 PROMPT = types.Prompt(
     name="cross-build", title="Cross-build a C/C++ project",
