@@ -22,7 +22,7 @@ from crossbuild.agent.resume import NotResumable, Replay
 from crossbuild.env import sandbox, workspace
 from crossbuild.env.toolchain import default_prefix
 from crossbuild.foundation import safefs
-from crossbuild.foundation.progress import Note, Watch
+from crossbuild.foundation.progress import Watch
 from crossbuild.foundation.settings import Resolved
 from crossbuild.foundation.targets import Target, parse_target
 from crossbuild.models import ModelConfig, ScriptedModel, make_model
@@ -122,10 +122,13 @@ def _build_once(req: BuildRequest, *, on_event: EventSink, cancel: threading.Eve
     status = sandbox.require(req.sandbox_backend)  # NoSandbox before anything is made
     if status.backend == "none":  # the first thing a run says, in every face
         on_event(Event("unsandboxed", {"message": sandbox.UNSANDBOXED}))
+    # what is prepared before the first step (the workspace, zig's runtime for a target's first use): said, not
+    # silent; the agent takes the watch over for its steps
+    watch = Watch(cancel=cancel, sink=lambda note: on_event(events.progress(note, 0)))
     if replay is None:
         root = req.workspace_dir or workspace.new_root(req.runs_dir, req.source, req.target.name)
         ws = workspace.prepare(str(req.copy_from or req.source), root, source_hints=req.source_hints,
-                               note=lambda phase: on_event(events.progress(Note(phase), 0)))
+                               note=watch.note)
         left_out = list(ws.left_out)
         on_event(Event("workspace_prepared", {"root": str(ws.root), "left_out": left_out}))
     else:
@@ -135,8 +138,6 @@ def _build_once(req: BuildRequest, *, on_event: EventSink, cancel: threading.Eve
     try:
         builder = DependencyBuilder(trace=trace, on_event=on_event, user_sources=req.dep_sources,
                                     project=_debian_name(req.source))
-        # zig's runtime for a target's first use is prepared here, before the first step: said, not silent
-        watch = Watch(cancel=cancel, sink=lambda note: on_event(events.progress(note, 0)))
         ctx = RunContext.create(ws.root, req.target, prefix=req.prefix, sandbox_backend=req.sandbox_backend,
                                 kb=kb.load(), jobs=req.jobs, watch=watch, dependency_builder=builder,
                                 keep_features=req.keep_features, extra_args=req.extra_args,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import typer
@@ -121,11 +125,6 @@ def prepare(
 ) -> None:
     """Build what a target's first build would wait for (zig's libc and compiler-rt, its C++ runtime, crossbuild's
     shared C++ runtime) ahead of time, e.g. in a CI image: each line says what is prepared now."""
-    import concurrent.futures
-    import os
-    import threading
-    import time
-
     from crossbuild.env import cxx_runtime, zigcache
     from crossbuild.foundation import host
 
@@ -147,10 +146,9 @@ def prepare(
     def one(t) -> str:
         began = time.monotonic()
         built = zigcache.warm(t, languages=("c", "c++") if cxx else ("c",), zig=zig, note=note)
-        if cxx and cxx_runtime.supported(t):
-            had = cxx_runtime.available(t, zig)
+        if cxx and cxx_runtime.supported(t) and not cxx_runtime.available(t, zig):
             cxx_runtime.build(t, zig, note=note)
-            built += [] if had else ["shared C++ runtime"]
+            built.append("shared C++ runtime")
         return (f"{t.name}: prepared ({', '.join(built)}) in {time.monotonic() - began:.0f}s" if built
                 else f"{t.name}: already prepared")
 

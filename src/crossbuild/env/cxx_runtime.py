@@ -22,11 +22,11 @@ import os
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from crossbuild.env.musl_sysroot import sysroot_dir
 from crossbuild.foundation import host
+from crossbuild.foundation.progress import NoteFn
 from crossbuild.foundation.targets import Target, parse_target
 
 SONAME = "libc++_shared.so"
@@ -59,7 +59,7 @@ def available(target: Target, zig: Path) -> Path | None:
 
 
 def build(target: Target, zig: Path, *, jobs: int | None = None,
-          note: Callable[[str, int | None, int | None], None] | None = None) -> Path:
+          note: NoteFn | None = None) -> Path:
     """Build and cache the target's shared C++ runtime (once per zig installation); returns its path. NOTE is told
     when it is built (minutes, once)."""
     if not supported(target):

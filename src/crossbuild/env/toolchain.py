@@ -15,13 +15,14 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from crossbuild.env import build_tools, cxx_runtime, musl_sysroot, zigcache
 from crossbuild.foundation import host, safefs
+from crossbuild.foundation.progress import NoteFn
 from crossbuild.foundation.targets import Target
 
 ZIGWRAP = Path(__file__).with_name("zigwrap.py")
@@ -193,7 +194,7 @@ class Toolchain:
 
     # -- the files -------------------------------------------------------------------------------------------
     def materialise(self, *, warm: tuple[str, ...] | None = None, layer: bool = True,
-                    note: Callable[[str, int | None, int | None], None] | None = None) -> Toolchain:
+                    note: NoteFn | None = None) -> Toolchain:
         """Write `.xbuild/` and the scratch folder (idempotent: rewriting gives the same files). Nothing a build
         left in the workspace is followed: every file goes through safefs below the workspace. For an isolated
         toolchain, the shared zig cache is warmed on the host for WARM languages (default: what the project in

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from crossbuild.foundation import host, safefs
+from crossbuild.foundation.progress import NoteFn
 from crossbuild.foundation.targets import Target
 
 _C = "#include <stdio.h>\nint crossbuild_warm(void){return puts(\"warm\");}\nint main(void){return 0;}\n"
@@ -72,7 +73,7 @@ WARM_ESTIMATE = "first use of this target only; about 1 to 2.5 minutes on two co
 
 
 def warm(target: Target, *, languages: tuple[str, ...] = ("c",), shared: Path | None = None,
-         zig: Path | None = None, note: Callable[[str, int | None, int | None], None] | None = None) -> list[str]:
+         zig: Path | None = None, note: NoteFn | None = None) -> list[str]:
     """Build the target's libc, compiler-rt (and libc++ for "c++") into the shared cache, on the host, from
     crossbuild's own sources; returns the languages that were built now (empty when all were warm). NOTE is told
     what is being prepared, with how far it is (a first run otherwise sits silent for minutes)."""

@@ -27,6 +27,7 @@ class Note:
 
 
 Sink = Callable[[Note], None]
+NoteFn = Callable[[str, "int | None", "int | None"], None]  # Watch.note's shape, for work that only notes
 
 
 class Watch:
