@@ -51,6 +51,18 @@ def cb(*args: str, cwd: Path | None = None, timeout: float = 1200,
                           env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(Path.home()), **(env or {})})
 
 
+def forget_cached_dependencies(root: Path) -> None:
+    """Take the dependencies a test built from local sources under ROOT out of the shared dependency cache."""
+    from crossbuild.env import dependency_cache as deps
+    from crossbuild.foundation import safefs
+
+    for entry in deps.list_cached():
+        if entry.source.startswith(str(root)):
+            safefs.remove_tree(entry.dir.parent, entry.dir.name)
+            for lock in (entry.dir.with_suffix(".lock"), entry.dir.parent / f"{deps._safe(entry.source)}.build.lock"):
+                lock.unlink(missing_ok=True)
+
+
 def outcome_of(stdout: str) -> dict:
     """The outcome `crossbuild build --json` ends with ({} when there is none): the evaluation's own reading."""
     from crossbuild.evaluation.runner import outcome_from

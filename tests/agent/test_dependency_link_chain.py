@@ -15,7 +15,7 @@ import pytest
 
 from crossbuild.env import dependency_cache as deps
 from crossbuild.foundation import safefs
-from tests.conftest import cb, outcome_of
+from tests.conftest import cb, forget_cached_dependencies, outcome_of
 
 LIBRARY = """cmake_minimum_required(VERSION 3.16)
 project({name} C)
@@ -76,11 +76,7 @@ def sources(tmp_path):
     (consumer / "main.c").write_text("#include <evila.h>\n#include <evilb.h>\n#include <evilc.h>\n"
                                      "int main(void) { return evila() + evilb() + evilc() == 3 ? 0 : 1; }\n")
     yield paths, consumer
-    for entry in deps.list_cached():
-        if entry.source.startswith(str(root)):
-            safefs.remove_tree(entry.dir.parent, entry.dir.name)
-            for lock in (entry.dir.with_suffix(".lock"), entry.dir.parent / f"{deps._safe(entry.source)}.build.lock"):
-                lock.unlink(missing_ok=True)
+    forget_cached_dependencies(root)
 
 
 @pytest.mark.slow

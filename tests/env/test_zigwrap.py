@@ -283,6 +283,23 @@ def test_real_ndebug_only_where_the_project_defines_it(aarch64, tmp_path, flags,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("flags, instrumented", [([], False), (["-O0", "-g"], False),
+                                                 (["-fsanitize=undefined"], True)])
+def test_real_no_sanitizer_unless_the_project_asks(aarch64, tmp_path, flags, instrumented):
+    """zig cc instruments with UBSan when no -O (or -O0) is given: an archive built by a Makefile with no CFLAGS,
+    linked into a consumer built with -O2, left __ubsan_handle_add_overflow undefined. A project's own
+    -fsanitize=undefined still holds."""
+    src(tmp_path, "u.c", "int add(int a, int b) { return a + b; }\n")
+    src(tmp_path, "m.c", "int add(int, int);\nint main(void) { return add(2, 3) == 5 ? 0 : 1; }\n")
+    zcc = str(aarch64.tool("zcc"))
+    r = run_in(aarch64, [zcc, *flags, "-c", "u.c", "-o", "u.o"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (b"__ubsan_handle" in (tmp_path / "u.o").read_bytes()) == instrumented
+    r = run_in(aarch64, [zcc, "-O2", "m.c", "u.o", "-o", "m"], tmp_path)
+    assert (r.returncode == 0) != instrumented, r.stderr  # the consumer links unless the project asked for UBSan
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("build_type, extra, defined", [("Release", [], False),
                                                         ("Release", ["-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG"], True)])
 def test_real_cmake_build_types_a_model_picks_keep_assert_unless_asked(aarch64, tmp_path, build_type, extra,

@@ -1,4 +1,5 @@
-"""The standard recipe per build system (CMake, Meson, autotools, zlib-style configure, plain Make), as steps.
+"""The standard recipe per build system (CMake, Meson, autotools, zlib-style configure, a configure that takes a
+machine name (OpenSSL-style, target_configure.py), plain Make), as steps.
 
 A recipe is what a person would type first; the agent (a later layer) starts from it and repairs what fails.
 Steps are data (argv + working folder relative to the workspace), so the verifier can replay them.
@@ -16,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from crossbuild.env import target_configure
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
 
-BUILD_SYSTEMS = ("cmake", "meson", "autotools", "configure", "make")
+BUILD_SYSTEMS = ("cmake", "meson", "autotools", "target-configure", "configure", "make")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,16 @@ def make_goals(argv: Sequence[str]) -> list[str]:
         elif not arg.startswith("-") and "=" not in arg and not arg.isdigit():
             goals.append(arg)
     return goals
+
+
+# goals that clean or package; and `install` with its parts (OpenSSL's install_sw, automake's install-strip)
+_NOT_BUILDS = frozenset({"clean", "distclean", "mostlyclean", "maintainer-clean", "dist"})
+_INSTALLS = re.compile(r"^(un)?install([_-][\w-]+)?$")
+
+
+def builds_nothing(goal: str) -> bool:
+    """Whether a make goal installs, cleans or packages rather than builds."""
+    return goal in _NOT_BUILDS or _INSTALLS.match(goal) is not None
 
 
 def make_folder(step: BuildStep) -> str:
@@ -83,13 +95,15 @@ def detect(source: Path) -> str:
         return "meson"
     if (source / "configure.ac").exists() or (source / "configure.in").exists():
         return "autotools"
+    if target_configure.present(source):
+        return "target-configure"
     if (source / "configure").exists():
         return "configure"
     if any((source / n).exists() for n in ("Makefile", "makefile", "GNUmakefile")):
         return "make"
     raise NoBuildSystemError(
-        f"no build system found in {source} (looked for CMakeLists.txt, meson.build, configure.ac, configure, "
-        "Makefile)"
+        f"no build system found in {source} (looked for CMakeLists.txt, meson.build, configure.ac, Configure with "
+        "Configurations/, configure, Makefile)"
     )
 
 
@@ -99,6 +113,8 @@ _MARKERS = {"cmake": ("CMakeLists.txt",), "meson": ("meson.build",), "autotools"
 
 def present(system: str, source: Path) -> bool:
     """Whether SOURCE has the files SYSTEM needs."""
+    if system == "target-configure":
+        return target_configure.present(source)
     return any((source / m).exists() for m in _MARKERS.get(system, ()))
 
 
@@ -213,6 +229,15 @@ def _steps(system: str, toolchain: Toolchain, source: str, build: str, jobs: int
             BuildStep(("make", "install"), cwd=build, phase="install"),
         ]
         return steps
+    if system == "target-configure":  # OpenSSL-style: a machine name from its table; CC/AR/RANLIB from the env
+        rel_configure = os.path.relpath(src_abs / "Configure", toolchain.workspace / build)
+        return [
+            BuildStep(("mkdir", "-p", build), phase="prepare"),
+            BuildStep((rel_configure, target_configure.machine_name(src_abs, toolchain.target), f"--prefix={stage}",
+                       "--libdir=lib"), cwd=build, phase="configure"),
+            BuildStep(("make", f"-j{jobs}"), cwd=build),
+            BuildStep(("make", "install_sw"), cwd=build, phase="install"),  # no manual pages: host tools, minutes
+        ]
     if system == "configure":  # hand-written configure scripts (zlib): in-tree, compilers from CC/AR/RANLIB
         return [
             BuildStep(("./configure", f"--prefix={stage}", *toolchain.extra_args.get("configure", ())), cwd=source,

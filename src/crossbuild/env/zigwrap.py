@@ -213,7 +213,10 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
     # -UNDEBUG: zig cc defines NDEBUG at every -O level but -O0/-Og, which gcc and clang never do, so a project's
     # assert() checks (its test programs' among them) were compiled out of every optimised build. Given before
     # the project's arguments it cancels only zig's own define; a project's -DNDEBUG (CMake's Release) still holds.
-    base = [zig, driver, "-target", zig_target, "-Wno-error=date-time", "-UNDEBUG"]
+    # -fno-sanitize=undefined: zig cc instruments with UBSan when no -O (or -O0) is given, which no gcc or clang
+    # does: a static library built that way (a hand-written Makefile with no CFLAGS) leaves __ubsan_handle_*
+    # undefined in every consumer linked with -O. Before the project's arguments, so its own -fsanitize= holds.
+    base = [zig, driver, "-target", zig_target, "-Wno-error=date-time", "-UNDEBUG", "-fno-sanitize=undefined"]
     tail: list[str] = ["-Wno-error"] if no_werror else []
     if binary_format == "elf" and sources and not any(a in _POSITION_INDEPENDENT for a in args) and (
             pie or (not link and not any(a in _NOT_PIE for a in args))):

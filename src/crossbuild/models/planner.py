@@ -523,7 +523,7 @@ class Planner:
         if step["phase"] not in ("prepare", "configure", "build") or s.attempts >= self.max_attempts:
             return False
         order = [s.debian_system] * (s.debian_system in s.other_systems) + [
-            o for o in ("configure", "autotools", "make", "meson", "cmake") if o in s.other_systems]
+            o for o in ("configure", "target-configure", "autotools", "make", "meson", "cmake") if o in s.other_systems]
         if not order:
             return False
         to = order[0]

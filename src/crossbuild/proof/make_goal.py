@@ -36,7 +36,6 @@ from crossbuild.foundation import safefs
 TEST_GOALS = ("check", "test", "tests")  # the GNU standard's name first
 HARNESS = "Makefile"  # how verdicts name this harness: "the project's Makefile"
 _LOG_NAME = re.compile(r"^qemu-\d+\.log$")
-_NOT_BUILDS = {"install", "clean", "distclean", "mostlyclean", "maintainer-clean", "uninstall", "dist"}
 _JOBS = re.compile(r"^(-j\d*|--jobs(=\d+)?)$")
 # make prints its database (-p) for a goal with no rule and runs no goal's recipe (-q; bash-completion's way); it
 # still runs the project's $(shell) calls and remakes an included makefile that has a rule: all in the sandbox,
@@ -62,7 +61,7 @@ def find(steps: Sequence[BuildStep], workspace: Path, left_out: tuple[str, Seque
     made by $(eval), an included file's or a variable's target) is read instead."""
     builds = [s for s in steps if s.argv and Path(s.argv[0]).name in ("make", "gmake")
               and not recipes.make_file_named(s.argv)
-              and not set(recipes.make_goals(s.argv)) & (_NOT_BUILDS | set(TEST_GOALS))
+              and not any(recipes.builds_nothing(g) or g in TEST_GOALS for g in recipes.make_goals(s.argv))
               and (left_out is None or recipes.make_folder(s) == left_out[0])]
     if not builds:
         return None

@@ -36,7 +36,6 @@ _ON = {"on", "true", "yes", "y", "1", "enabled"}
 _DEFINE = re.compile(r"^-D\s*(?P<name>[A-Za-z_][\w.-]*?)(:\w+)?=(?P<value>.*)$")
 _SWITCH = re.compile(r"^--(?P<how>disable|without|enable|with)-(?P<name>[\w.-]+?)(=(?P<value>.*))?$")
 _VARIABLE = re.compile(r"^(?P<name>[A-Za-z_]\w*)=(?P<value>.*)$")
-_NOT_BUILDS = {"install", "clean", "distclean", "mostlyclean", "maintainer-clean", "uninstall", "dist"}
 
 
 def _is_test_switch(name: str) -> bool:
@@ -203,7 +202,7 @@ def make_goals_left_out(steps: Sequence[BuildStep], root: Path) -> list[tuple[st
     for step in steps:
         if step.argv and Path(step.argv[0]).name in ("make", "gmake"):
             goals = recipes.make_goals(step.argv)
-            if not set(goals) & (_NOT_BUILDS | {"check"}):
+            if not any(recipes.builds_nothing(g) or g == "check" for g in goals):
                 builds.setdefault(recipes.make_folder(step), []).append(goals)
     out = []
     for folder, runs in builds.items():

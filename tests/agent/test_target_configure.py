@@ -1,0 +1,140 @@
+"""A dependency that configures as OpenSSL does, as a user meets it: `crossbuild build` of a CMake project whose
+pkg-config dependency comes from a local source (`--dep-source`) with a Perl `Configure` that takes the machine's
+name from its own table and no configure of autoconf's kind. The planner builds it with that recipe for aarch64
+(the machine name the table declares, the compiler from the environment, `make install_sw`), the consumer links
+it, and its programs run on the target. The Configure refuses anything it does not know, as OpenSSL's does."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from crossbuild.env import recipes, target_configure
+from crossbuild.foundation.targets import parse_target
+from tests.conftest import cb, forget_cached_dependencies, outcome_of
+
+CONFIGURE = r"""#!/usr/bin/env perl
+# A configure script in OpenSSL's manner: a machine name from Configurations/*.conf, CC and AR from the environment
+use strict; use warnings;
+use File::Basename; use Cwd qw(abs_path);
+my $src = dirname(abs_path($0));
+my ($machine, $prefix, $libdir) = (undef, "/usr/local", "lib");
+for (@ARGV) {
+    if (/^--prefix=(.*)/) { $prefix = $1 } elsif (/^--libdir=(.*)/) { $libdir = $1 }
+    elsif (/^-/) { die "Configure: unknown option $_\n" } else { $machine = $_ }
+}
+die "Usage: Configure [options] machine\n" unless defined $machine;
+my %known;
+for my $f (glob "$src/Configurations/*.conf") {
+    open my $h, '<', $f or die; while (<$h>) { $known{$1} = 1 if /^\s*"([\w.+-]+)"\s*=>\s*\{/ }
+}
+die "Configure: target $machine is not known\n" unless $known{$machine};
+my %v = (SRC => $src, PREFIX => $prefix, LIBDIR => $libdir, CC => $ENV{CC} // "cc", AR => $ENV{AR} // "ar",
+         MACHINE => $machine);
+open my $in, '<', "$src/Makefile.in" or die; open my $out, '>', 'Makefile' or die;
+while (my $line = <$in>) { $line =~ s/\@(\w+)\@/$v{$1}/g; print $out $line }
+print "Configured for $machine\n";
+"""
+
+TABLE = """my %targets = (
+    "linux-generic64" => { cflags => "" },
+    "linux-aarch64" => { inherit_from => [ "linux-generic64" ] },
+);
+"""
+
+MAKEFILE_IN = """CC = @CC@
+AR = @AR@
+all: libtiny.a tinytest
+libtiny.a: @SRC@/tiny.c @SRC@/tiny.h
+\t$(CC) -c -I@SRC@ @SRC@/tiny.c -o tiny.o
+\t$(AR) rcs $@ tiny.o
+tinytest: @SRC@/tinytest.c libtiny.a
+\t$(CC) -I@SRC@ @SRC@/tinytest.c libtiny.a -o $@
+test: tinytest
+\t./tinytest
+install_sw: all
+\tmkdir -p $(DESTDIR)@PREFIX@/include $(DESTDIR)@PREFIX@/@LIBDIR@/pkgconfig
+\tcp @SRC@/tiny.h $(DESTDIR)@PREFIX@/include/
+\tcp libtiny.a $(DESTDIR)@PREFIX@/@LIBDIR@/
+\tprintf 'prefix=@PREFIX@\\nName: tiny\\nDescription: t\\nVersion: 1.0\\nCflags: -I$${prefix}/include\\n\
+Libs: -L$${prefix}/@LIBDIR@ -ltiny\\n' > $(DESTDIR)@PREFIX@/@LIBDIR@/pkgconfig/tiny.pc
+install: install_sw
+\tpod2man --section=3 tiny.pod > $(DESTDIR)@PREFIX@/share/man/man3/tiny.3
+"""
+
+CONSUMER = """cmake_minimum_required(VERSION 3.16)
+project(consumer C)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(TINY REQUIRED IMPORTED_TARGET tiny)
+add_executable(consumer main.c)
+target_link_libraries(consumer PkgConfig::TINY)
+enable_testing()
+add_test(NAME consumer COMMAND consumer)
+install(TARGETS consumer)
+"""
+
+
+def _tiny(root: Path) -> Path:
+    d = root / "tiny"
+    (d / "Configurations").mkdir(parents=True)
+    (d / "Configure").write_text(CONFIGURE)
+    (d / "Configure").chmod(0o755)
+    (d / "Configurations" / "10-main.conf").write_text(TABLE)
+    (d / "Makefile.in").write_text(MAKEFILE_IN)
+    (d / "tiny.h").write_text("int tiny_add(int a, int b);\n")
+    (d / "tiny.c").write_text('#include "tiny.h"\nint tiny_add(int a, int b) { return a + b; }\n')
+    (d / "tinytest.c").write_text('#include "tiny.h"\nint main(void) { return tiny_add(2, 3) == 5 ? 0 : 1; }\n')
+    return d
+
+
+def test_the_machine_name_is_the_most_specific_one_the_projects_table_declares(tmp_path):
+    tiny = _tiny(tmp_path)
+    assert recipes.detect(tiny) == "target-configure" and recipes.present("target-configure", tiny)
+    assert target_configure.machine_name(tiny, parse_target("aarch64-linux-musl")) == "linux-aarch64"
+    # riscv64's own name is not in this table: the generic one it declares
+    assert target_configure.machine_name(tiny, parse_target("riscv64-linux-musl")) == "linux-generic64"
+    # a `Configure` without a table is not this family (a project's own script of another kind)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "Configure").write_text("#!/bin/sh\n")
+    assert not recipes.present("target-configure", tmp_path / "other")
+    assert recipes.detect_or_none(tmp_path / "other") is None
+
+
+@pytest.fixture
+def sources(tmp_path):
+    root = tmp_path / "sources"
+    root.mkdir()
+    tiny = _tiny(root)
+    consumer = root / "consumer"
+    consumer.mkdir()
+    (consumer / "CMakeLists.txt").write_text(CONSUMER)
+    (consumer / "main.c").write_text("#include <tiny.h>\nint main(void) { return tiny_add(40, 2) == 42 ? 0 : 1; }\n")
+    yield tiny, consumer
+    forget_cached_dependencies(root)
+
+
+@pytest.mark.slow
+def test_a_dependency_with_a_configure_that_takes_the_machine_name_builds_for_the_consumer(tmp_path, sources):
+    tiny, consumer = sources
+    prefix = tmp_path / "prefix"
+    r = cb("build", str(consumer), "-t", "aarch64-linux-musl", "-w", str(tmp_path / "ws"), "--db",
+           str(tmp_path / "runs.db"), "--prefix", str(prefix), "--json", "--no-config", "--dep-source",
+           f"tiny={tiny}", cwd=tmp_path, timeout=1200)
+    out = outcome_of(r.stdout)
+    assert out, r.stdout[-2000:] + r.stderr[-2000:]
+    # the host: the dependency's library in the prefix, built for the target (AArch64 objects in the archive)
+    archive = (prefix / "lib" / "libtiny.a").read_bytes()
+    assert b"\x7fELF\x02\x01\x01" in archive and b"\xb7\x00" in archive  # ELF64 LE, e_machine 183 (AArch64)
+    assert (prefix / "lib" / "pkgconfig" / "tiny.pc").is_file()
+    assert not (prefix / "share").exists()  # install_sw: no manual pages (pod2man is no tool of the build)
+    db = sqlite3.connect(tmp_path / "runs.db")
+    argvs = [shlex.split(json.loads(a)["command"]) for (a,) in
+             db.execute("SELECT parsed_arguments_json FROM tool_calls WHERE name='run_command'")]
+    configure = [a for a in argvs if a[0].endswith("/Configure")]
+    assert configure and configure[0][1] == "linux-aarch64", configure
+    assert out["status"] == "verified", out.get("message")
+    assert out["verify"]["proof"] == "tested", out["verify"]["proof_why"]
