@@ -40,6 +40,24 @@ def test_a_failed_configure_says_what_failed_where_and_which_switch_governs_it(c
     assert not (ctx.root / "build" / "CMakeFiles" / "crossbuild-configure-trace.json").exists()
 
 
+def test_a_dependency_that_cannot_be_built_is_answered_with_the_projects_switch_that_builds_without_it(ctx, call):
+    """Issue 37: where a dependency cannot be had, the result names an alternative the project accepts, read from
+    the failed configure's own records, not a guess at option names."""
+    from crossbuild.agent.dependency_builder import DependencyBuilder
+
+    _project(ctx, {"CMakeLists.txt": GADGET, "cmake/tls.cmake": TLS_FILE})
+    ctx.dependency_builder = DependencyBuilder()
+    assert not call("run_command", {"command": "cmake -S src -B build"}).ok
+    r = call("build_dependency", {"name": "gadget-nonexistent-tls"})
+    assert not r.ok
+    assert r.hint.startswith("the project builds without it: configure again with -DGADGET_SECURE_TRANSPORT=OFF "
+                             "(they govern "), r.hint
+    assert "src/cmake/tls.cmake:5" in r.hint
+    # a name the diagnosis did not look for gets the general advice
+    r = call("build_dependency", {"name": "another-nonexistent-library"})
+    assert not r.ok and "WITH_/ENABLE_/USE_" in r.hint
+
+
 def test_a_configure_that_fails_without_a_located_error_or_succeeds_has_no_diagnosis(ctx, call):
     _project(ctx, {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(ok NONE)\n"})
     assert "diagnosis" not in call("run_command", {"command": "cmake -S src -B build"}).data

@@ -300,7 +300,8 @@ def makefile_texts(workspace: Path, source: str, *, subfolders: bool = False, te
     texts = []
     for folder in folders:
         for name in ("GNUmakefile", "makefile", "Makefile"):
-            text = safefs.read_text_or_none(workspace, f"{source}/{folder}/{name}", max_bytes=4 << 20)
+            # generated Makefiles run to megabytes (OpenSSL's: 5.8 MiB); read linearly
+            text = safefs.read_text_or_none(workspace, f"{source}/{folder}/{name}", max_bytes=32 << 20)
             if text is not None:
                 texts.append(text)
                 break

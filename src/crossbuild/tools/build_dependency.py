@@ -32,10 +32,13 @@ def _build_dependency(ctx: RunContext, args: BuildDependencyArgs, _: None) -> To
             "files": out.files, "consumer": out.consumer, "keep_features": ctx.keep_features,
             "own_files": getattr(out, "own", False)}
     if not out.ok:
+        switches = _switches_without(ctx, args.name)
         raise ToolFailure(out.message, hint=(
             "the user asked to keep every feature (--keep-features): stop, and report that this dependency cannot "
             "be built"
             if ctx.keep_features else
+            f"the project builds without it: configure again with {switches}, and report the feature left out "
+            f"with the result" if switches else
             f"turn off the optional feature that needs {args.name} (build_status lists the project's options: look "
             f"for WITH_/ENABLE_/USE_ options named after it), configure again, and report the feature left out "
             f"with the result"),
@@ -44,6 +47,15 @@ def _build_dependency(ctx: RunContext, args: BuildDependencyArgs, _: None) -> To
     lines = [out.message, *(f"  {k}: {v}" for k, v in out.consumer.items()),
              "Configure the project again (from a clean build folder for CMake)."]
     return ToolResult(ok=True, message="\n".join(lines), data=data)
+
+
+def _switches_without(ctx: RunContext, name: str) -> str | None:
+    """The switches the last failed configure's diagnosis found governing the call that looked for NAME (from the
+    project's own files: `-DENABLE_SSL=OFF (declared at src/CMakeLists.txt:12)`), or None."""
+    found = ctx.last_diagnosis
+    if not found or not found.get("switches") or name.lower() not in (m.lower() for m in found.get("missing", ())):
+        return None
+    return " ".join(s["arg"] for s in found["switches"]) + f" (they govern {found['failed']} at {found['where']})"
 
 
 def provide_again(ctx: RunContext, target: Target, prefix: Path) -> str | None:

@@ -257,7 +257,7 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
         except diagnose.DiagnosisFailed as e:  # the command's own result stands
             diagnosis, message = None, f"{message}\n(its records could not be read: {e})"
         if diagnosis:
-            data["diagnosis"] = diagnosis.to_dict()
+            data["diagnosis"] = ctx.last_diagnosis = diagnosis.to_dict()
             message += "\n" + diagnosis.summary()
             hint = diagnose.hint_for(diagnosis) or hint
         message, hint = attach_knowledge(ctx, "\n".join(tail), message, hint, data)

@@ -105,6 +105,9 @@ class RunContext:
     keep_features: bool = False  # a dependency that cannot be had ends the build instead of its feature being dropped
     kb_attached: list[str] = field(default_factory=list)  # entry|actions already shown in this session
     last_verdict: dict | None = None  # the verify tool's last verdict: build_status shows it
+    # the last failed configure's diagnosis (Diagnosis.to_dict()): a dependency that cannot be built is answered with
+    # the project's own switch that builds without it
+    last_diagnosis: dict | None = None
     edited: list[str] = field(default_factory=list)  # what write_file/edit_file changed (the clean rebuild keeps it)
     # (name, version) of each dependency build_dependency provided: the build-machine check provides them again
     dependencies: list[tuple[str, str | None]] = field(default_factory=list)
