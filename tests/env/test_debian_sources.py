@@ -103,3 +103,31 @@ def test_a_pinned_version_is_that_source_packages_version_not_its_binarys_candid
     monkeypatch.setenv("CROSSBUILD_CACHE_DIR", str(tmp_path / "cache"))  # a cached copy would hide the fetch
     workspace.prepare("debian:brotli=1.0.9-2", tmp_path / "ws")
     assert (tmp_path / "ws" / "src" / "debian" / "changelog").read_text().startswith("brotli (1.0.9-2)")
+
+
+def test_a_test_suites_private_keys_stay_in_a_source_from_debians_archive_and_the_tools_still_refuse_them(tmp_path):
+    """OpenSSL's tests read their own private test keys (test/recipes/*_data/*.pem): left out, its suite failed on
+    files it ships. Every file of a Debian source is public; the same key in the user's own folder is left out."""
+    import json
+
+    from crossbuild.env import workspace
+    from crossbuild.foundation.targets import parse_target
+    from crossbuild.tools import default_toolset
+    from crossbuild.tools.context import RunContext
+
+    key = "test/recipes/04-test_pem_read_depr_data/rsaprivatekey.pem"
+    ws = workspace.prepare("debian:openssl", tmp_path / "ws")
+    assert b"PRIVATE KEY" in (ws.src / key).read_bytes() and not any(key in why for why in ws.left_out)
+    assert (ws.root / workspace.PRISTINE / "src" / key).is_file()  # the clean rebuild has it too
+    ctx = RunContext.create(ws.root, parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix",
+                            sandbox_backend="none")
+    r = default_toolset().dispatch(ctx, "read_file", json.dumps({"path": f"src/{key}"}))
+    assert not r.ok and r.error_type == "permission_denied", r.message
+    # DSA and X9.42 parameters are public material: a local copy keeps them; the private key is left out
+    local = tmp_path / "local"
+    (local / "data").mkdir(parents=True)
+    for name in ("dsaparams.pem", "x942params.pem", "rsaprivatekey.pem"):
+        (local / "data" / name).write_bytes((ws.src / key).parent.joinpath(name).read_bytes())
+    copied = workspace.prepare(str(local), tmp_path / "ws2")
+    assert sorted(p.name for p in (copied.src / "data").iterdir()) == ["dsaparams.pem", "x942params.pem"]
+    assert copied.left_out == ("data/rsaprivatekey.pem (credential file)",)
