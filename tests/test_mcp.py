@@ -701,7 +701,7 @@ def test_logs_verdicts_and_knowledge_are_resources_and_the_prompt_sets_up_the_ag
     carries the agent loop's own system prompt and task."""
     from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
 
-    from crossbuild.agent.prompt import SYSTEM
+    from crossbuild.agent.prompt import SYSTEM_MCP
 
     project = tmp_path / "proj"
     project.mkdir()
@@ -758,8 +758,10 @@ def test_logs_verdicts_and_knowledge_are_resources_and_the_prompt_sets_up_the_ag
             assert p.name == "cross-build" and {a.name for a in p.arguments} == {"source", "target"}
             got = await c.get_prompt("cross-build", {"source": "debian:zlib", "target": "aarch64-unknown-linux-musl"})
             text = got.messages[0].content.text
-            assert text.startswith(SYSTEM) and 'open_workspace with source="debian:zlib" and target=' \
+            assert text.startswith(SYSTEM_MCP) and 'open_workspace with source="debian:zlib" and target=' \
                 '"aarch64-linux-musl"' in text
+            # the tools it names are the session's: verify and a report, no finish tool
+            assert "verify(path=" in text and "finish(" not in text
             with pytest.raises(MCPError) as e:
                 await c.get_prompt("cross-build", {"source": "debian:zlib", "target": "vax-vms"})
             assert "vax-vms" in e.value.error.message and "\n" not in e.value.error.message

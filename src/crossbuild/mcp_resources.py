@@ -138,7 +138,7 @@ def prompt_messages(arguments: dict[str, str] | None) -> types.GetPromptResult:
             "is then in src/. Continue with build_status.")
     return types.GetPromptResult(
         description=f"cross-build {source} for {t.name}",
-        messages=[types.PromptMessage(role="user", content=types.TextContent(text=f"{prompt.SYSTEM}\n\n{task}"))])
+        messages=[types.PromptMessage(role="user", content=types.TextContent(text=f"{prompt.SYSTEM_MCP}\n\n{task}"))])
 
 
 def _text(uri: str, text: str, mime: str) -> types.ReadResourceResult:

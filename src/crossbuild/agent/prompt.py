@@ -22,9 +22,17 @@ How to work:
 3. When a configure or build command fails, knowledge-base entries that match are attached to its result: apply
    their fix. Edit the project in src/ when its build files are wrong for a cross build (-Werror, host paths,
    try_run, programs that must run on the target).
+"""
+_FINISH = """\
 4. Call finish(status="built", output_dir=...) when it is built: crossbuild verifies it (architecture of every
    binary, test programs under qemu, a clean rebuild replaying your successful commands). If it cannot be done,
    finish(status="blocked") with the reason."""
+SYSTEM = SYSTEM + _FINISH
+# Served over MCP (the cross-build prompt), where the client ends the conversation: there is no finish tool
+SYSTEM_MCP = SYSTEM[:-len(_FINISH)] + """\
+4. Call verify(path=..., rebuild=true) when it is built: crossbuild verifies it (architecture of
+   every binary, test programs under qemu, a clean rebuild replaying your successful commands). Then report the
+   verdict and its proof level; if it cannot be done, report why (there is no finish tool here)."""
 
 
 def task_message(ctx: RunContext, source: str) -> str:
