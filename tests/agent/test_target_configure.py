@@ -138,3 +138,24 @@ def test_a_dependency_with_a_configure_that_takes_the_machine_name_builds_for_th
     assert configure and configure[0][1] == "linux-aarch64", configure
     assert out["status"] == "verified", out.get("message")
     assert out["verify"]["proof"] == "tested", out["verify"]["proof_why"]
+
+
+@pytest.mark.slow
+def test_crossbuild_deps_build_makes_it_for_each_target_and_says_which_could_not_be_had(tmp_path, sources):
+    """`crossbuild deps build` ahead of a build: the same builder for aarch64 and riscv64 (whose own machine name this
+    table lacks: its generic 64-bit one), then from the cache; a name nothing provides fails on one line."""
+    tiny, _ = sources
+    r = cb("deps", "build", "tiny", "-t", "aarch64-linux-musl", "-t", "riscv64-linux-musl", "--dep-source",
+           f"tiny={tiny}", "--prefix", str(tmp_path / "prefixes"), "--json", cwd=tmp_path, timeout=1200)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    rows = json.loads(r.stdout)
+    assert [(x["target"], x["ok"], x["cached"]) for x in rows] == [("aarch64-linux-musl", True, False),
+                                                                 ("riscv64-linux-musl", True, False)]
+    for target, machine in (("aarch64-linux-musl", b"\xb7\x00"), ("riscv64-linux-musl", b"\xf3\x00")):
+        archive = (tmp_path / "prefixes" / target / "lib" / "libtiny.a").read_bytes()
+        assert b"\x7fELF\x02\x01\x01" in archive and machine in archive, target  # EM_AARCH64 183, EM_RISCV 243
+    again = cb("deps", "build", "tiny", "-t", "riscv64-linux-musl", "--dep-source", f"tiny={tiny}", "--prefix",
+               str(tmp_path / "other"), "--json", cwd=tmp_path)
+    assert again.returncode == 0 and json.loads(again.stdout)[0]["cached"] is True, again.stderr[-2000:]
+    bad = cb("deps", "build", "no-such-library-anywhere", "-t", "aarch64-linux-musl", cwd=tmp_path)
+    assert bad.returncode == 1 and "no-such-library-anywhere for aarch64-linux-musl:" in bad.stderr, bad.stderr

@@ -18,6 +18,7 @@ from crossbuild.cli.common import (
     below_required,
     check_required,
     console,
+    dep_sources,
     err,
     fail,
     load_settings,
@@ -103,7 +104,7 @@ def build_command(
     resolved = load_settings(config, no_config, {
         "targets": target or None, "model": model, "base_url": base_url, "jobs": jobs,
         "keep_features": keep_features, "keep_libc": keep_libc, "budgets.max_steps": max_steps,
-        "dependencies": _dep_sources(dep_source) or None, "sandbox": sandbox_backend,
+        "dependencies": dep_sources(dep_source) or None, "sandbox": sandbox_backend,
         "require": require})
     s = resolved.settings
     require_sandbox(s.sandbox)  # no sandbox is never silent: refused here unless chosen by name
@@ -179,17 +180,3 @@ def _build_one(start: Callable[..., tuple[RunOutcome, RunContext]], mode: str, r
     if below:
         err.print(f"[red]error:[/] {escape(below)}", highlight=False)
     return outcome.ok and below is None
-
-
-def _dep_sources(specs: list[str]) -> dict[str, str]:
-    """--dep-source NAME=PATH options: each PATH must exist (a folder or a tarball)."""
-    out = {}
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not path:
-            raise typer.BadParameter(f"{spec!r}: use NAME=PATH, e.g. zlib=../zlib-1.3", param_hint="--dep-source")
-        real = Path(path).expanduser().resolve()
-        if not real.exists():
-            raise typer.BadParameter(f"{path} does not exist", param_hint="--dep-source")
-        out[name] = str(real)
-    return out

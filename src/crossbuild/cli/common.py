@@ -52,6 +52,20 @@ def require_sandbox(backend: str) -> None:
         fail(str(e))
 
 
+def dep_sources(specs: list[str]) -> dict[str, str]:
+    """--dep-source NAME=PATH options: each PATH must exist (a folder or a tarball)."""
+    out = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise typer.BadParameter(f"{spec!r}: use NAME=PATH, e.g. zlib=../zlib-1.3", param_hint="--dep-source")
+        real = Path(path).expanduser().resolve()
+        if not real.exists():
+            raise typer.BadParameter(f"{path} does not exist", param_hint="--dep-source")
+        out[name] = str(real)
+    return out
+
+
 def target_from(name: str) -> Target:
     try:
         return parse_target(name)
