@@ -55,7 +55,7 @@ libtiny.a: @SRC@/tiny.c @SRC@/tiny.h
 tinytest: @SRC@/tinytest.c libtiny.a
 \t$(CC) -I@SRC@ @SRC@/tinytest.c libtiny.a -o $@
 test: tinytest
-\t./tinytest
+\tprove @SRC@/t
 install_sw: all
 \tmkdir -p $(DESTDIR)@PREFIX@/include $(DESTDIR)@PREFIX@/@LIBDIR@/pkgconfig
 \tcp @SRC@/tiny.h $(DESTDIR)@PREFIX@/include/
@@ -78,7 +78,7 @@ install(TARGETS consumer)
 """
 
 
-def _tiny(root: Path) -> Path:
+def _tiny(root: Path, failing: int = 0) -> Path:
     d = root / "tiny"
     (d / "Configurations").mkdir(parents=True)
     (d / "Configure").write_text(CONFIGURE)
@@ -87,7 +87,15 @@ def _tiny(root: Path) -> Path:
     (d / "Makefile.in").write_text(MAKEFILE_IN)
     (d / "tiny.h").write_text("int tiny_add(int a, int b);\n")
     (d / "tiny.c").write_text('#include "tiny.h"\nint tiny_add(int a, int b) { return a + b; }\n')
-    (d / "tinytest.c").write_text('#include "tiny.h"\nint main(void) { return tiny_add(2, 3) == 5 ? 0 : 1; }\n')
+    # ten tests under Perl's Test::Harness, as OpenSSL's; FAILING of them compare with a wrong sum
+    (d / "tinytest.c").write_text('#include <stdlib.h>\n#include "tiny.h"\n'
+                                  'int main(int c, char **v) {\n'
+                                  '  return c == 3 && tiny_add(atoi(v[1]), 1) == atoi(v[2]) ? 0 : 1;\n}\n')
+    (d / "t").mkdir()
+    for n in range(10):
+        (d / "t" / f"{n:02d}-add.t").write_text(
+            f'print "1..1\\n"; my $ok = system("./tinytest", {n}, {n + 1 + (n < failing)}) == 0;\n'
+            'print $ok ? "ok 1\\n" : "not ok 1\\n";\n')
     return d
 
 
@@ -159,3 +167,29 @@ def test_crossbuild_deps_build_makes_it_for_each_target_and_says_which_could_not
     assert again.returncode == 0 and json.loads(again.stdout)[0]["cached"] is True, again.stderr[-2000:]
     bad = cb("deps", "build", "no-such-library-anywhere", "-t", "aarch64-linux-musl", cwd=tmp_path)
     assert bad.returncode == 1 and "no-such-library-anywhere for aarch64-linux-musl:" in bad.stderr, bad.stderr
+
+
+@pytest.mark.slow
+def test_a_dependency_whose_own_tests_mostly_pass_is_provided_and_says_which_failed(tmp_path):
+    """One of the dependency's ten tests fails on the target (as OpenSSL's errstr test does on musl): every binary
+    fits the target and rebuilds, so the library is provided, and build_dependency's result names the failure.
+    Half failing is refused: such a build is not what a consumer should link."""
+    root = tmp_path / "sources"
+    root.mkdir()
+    try:
+        for failing, provided in ((1, True), (5, False)):
+            tiny = _tiny(root / f"f{failing}", failing)
+            r = cb("deps", "build", "tiny", "-t", "aarch64-linux-musl", "--dep-source", f"tiny={tiny}", "--prefix",
+                   str(tmp_path / f"prefix{failing}"), "--json", cwd=tmp_path, timeout=1200)
+            rows = json.loads(r.stdout)
+            assert rows[0]["ok"] is provided, r.stderr[-3000:]
+            said = rows[0]["message"]
+            if provided:
+                assert "its own tests on the target: 9 passed, 1 failed: Makefile test " in said, said
+                assert "/t/00-add.t (exit 1" in said and said.endswith("own tests prove what it uses)"), said
+                assert (tmp_path / "prefix1" / "aarch64-linux-musl" / "lib" / "libtiny.a").is_file()
+            else:
+                assert "cross-building" in said and "failed" in said, said
+                assert not (tmp_path / "prefix5" / "aarch64-linux-musl" / "lib" / "libtiny.a").exists()
+    finally:
+        forget_cached_dependencies(root)

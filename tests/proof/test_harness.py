@@ -299,6 +299,36 @@ def test_automake_results_and_meson_logs_are_read_from_the_build_folder(tmp_path
     assert set(meson) == {"p:ok", "p:hang", "p:odd", "p:long"}
 
 
+def test_perls_test_harness_on_a_goals_console_is_read_file_by_file():
+    """OpenSSL's `make test` (Perl's Test::Harness): one run per test file, its output with it, the summary's
+    failures failed whatever the file's own line said; without a `Result:` line it is no Test::Harness console."""
+    console = records.lines_of(
+        "make depend && make _tests\n"
+        "00-prep_fipsmodule_cnf.t .......... skipped: FIPS module config file only supported in a fips build\n"
+        "01-test_abort.t ................... ok\n"
+        "02-test_errstr.t .................. \n"
+        "not ok 3 - match 'Previous owner died' (80000082) with one of ( 'Owner died', 'reason(130)' )\n"
+        "Dubious, test returned 1 (wstat 256, 0x100)\n"
+        "Failed 1/130 subtests\n"
+        "t/warns.t .. 1/2 a warning on stderr\n"
+        "t/warns.t .. ok\n"
+        "04-test_err.t ..................... ok\n"
+        "\nTest Summary Report\n-------------------\n"
+        "02-test_errstr.t (Wstat: 256 (exited 1) Tests: 130 Failed: 1)\n  Failed test:  3\n"
+        "Files=5, Tests=140, 60 wallclock secs\nResult: FAIL\n")
+    runs = {r.path: r for r in records.test_harness(console)}
+    assert list(runs) == ["00-prep_fipsmodule_cnf.t", "01-test_abort.t", "02-test_errstr.t", "t/warns.t",
+                          "04-test_err.t"]
+    assert runs["00-prep_fipsmodule_cnf.t"].skipped.startswith("Test::Harness: skipped: FIPS")
+    assert runs["01-test_abort.t"].passed and runs["t/warns.t"].passed and runs["04-test_err.t"].passed
+    errstr = runs["02-test_errstr.t"]
+    assert not errstr.passed and errstr.exit_code == 1 and "'Previous owner died'" in errstr.output_tail
+    # a file that printed `ok` but is in the summary's failures is failed; no summary: not this harness
+    forged = console[:2] + ["04-test_err.t ..... ok"] + console[2:]
+    assert not {r.path: r for r in records.test_harness(forged)}["02-test_errstr.t"].passed
+    assert records.test_harness(records.lines_of("PASS: a\nall good\n")) == []
+
+
 def test_what_a_hostile_test_prints_cannot_hide_a_failure_crash_or_stall_the_reader(tmp_path):
     """CTest frames its console with newlines and `N: ` prefixes: a test printing a form feed and a forged summary
     line does not end the reading, and pathological lines are read in bounded time."""

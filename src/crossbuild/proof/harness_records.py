@@ -1,6 +1,7 @@
 """What a project's test harness recorded (harness.py runs it): CTest's verbose console and its test list
 (`--show-only=json-v1`), automake's `.trs`/`.log` files or console lines, Meson's `testlog.json` and
-`meson introspect --tests`. All of it is the build's writing: read with bounds (lines cut, at most MAX_TESTS
+`meson introspect --tests`, and Perl's Test::Harness (`prove`; OpenSSL's `make test`) on a test goal's console.
+All of it is the build's writing: read with bounds (lines cut, at most MAX_TESTS
 tests, each output tail a few KB), never trusted to name a host file, and parsed so that no text can crash or
 stall the reader (no nested lazy patterns; numbers and JSON parsed defensively)."""
 
@@ -46,6 +47,48 @@ _RESULTS = {  # the harnesses' words -> passed | skipped
     "Passed": "passed", "PASS": "passed", "XFAIL": "passed", "OK": "passed", "EXPECTEDFAIL": "passed",
     "Skipped": "skipped", "Not Run (Disabled)": "skipped", "SKIP": "skipped",
 }
+
+
+# Perl's Test::Harness: `02-test_errstr.t ...... ok`, `..... skipped: why`, or the name and dots alone, the test's
+# output, then `Dubious, test returned 1` / `Failed 5/130 subtests`; its summary names each failed file again
+_PROVE_FILE = re.compile(r"^(?P<name>[\w./+-]{1,200}\.t) \.{2,}\s?(?P<rest>.*)$")
+_PROVE_FAILED = re.compile(r"^(?P<name>[\w./+-]{1,200}\.t)\s+\(Wstat: \d+")
+_PROVE_RESULT = re.compile(r"^Result: (PASS|FAIL)\b")
+
+
+def test_harness(console: list[str]) -> list[SmokeRun]:
+    """The test files Perl's Test::Harness reported on CONSOLE, one SmokeRun each with the lines it printed, or none
+    when the console has no Test::Harness summary (`Result: PASS|FAIL`): a goal of another kind. A file named
+    again after its output (`t/a.t .. ok`) is one run; the summary's failed files are failed whatever came before."""
+    if not any(_PROVE_RESULT.match(line) for line in console[-200:]):
+        return []
+    failed = {m.group("name") for line in console if (m := _PROVE_FAILED.match(line))}
+    runs: dict[str, SmokeRun] = {}
+    outputs: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in console:
+        m = _PROVE_FILE.match(line)
+        if m is None:
+            if current is not None:
+                outputs[current] = [*outputs[current][-40:], line]
+                if line.startswith(("Dubious,", "Failed ", "No subtests run")):
+                    runs[current].passed, runs[current].exit_code = False, 1
+            continue
+        name, rest = m.group("name"), m.group("rest").strip()
+        if name not in runs:
+            if len(runs) >= MAX_TESTS:
+                break
+            runs[name], outputs[name] = SmokeRun(path=name, command=[], exit_code=0, passed=True), []
+        current = name
+        if rest.startswith("skipped"):
+            runs[name].skipped, runs[name].passed = f"Test::Harness: {rest[:200]}", False
+        elif rest and not rest.startswith("ok"):
+            outputs[name].append(rest)
+    for name, run in runs.items():
+        run.output_tail = _tail(outputs[name])
+        if name in failed:
+            run.passed, run.exit_code = False, 1
+    return list(runs.values())
 
 
 def lines_of(text: str) -> list[str]:
