@@ -193,3 +193,30 @@ def test_a_dependency_whose_own_tests_mostly_pass_is_provided_and_says_which_fai
                 assert not (tmp_path / "prefix5" / "aarch64-linux-musl" / "lib" / "libtiny.a").exists()
     finally:
         forget_cached_dependencies(root)
+
+
+@pytest.mark.slow
+def test_a_dependencys_own_suite_runs_within_its_budget_and_the_result_says_how_far_it_was_proven(tmp_path,
+                                                                                                    monkeypatch):
+    """A consumer waits on its dependency: the dependency's own test suite has a budget (OpenSSL's takes over 40
+    minutes under qemu). Past it the suite is unfinished, the dependency is still provided, and its result says at
+    which level it was verified and why not `tested`."""
+    from crossbuild.agent import loop
+    from crossbuild.agent.dependency_builder import DependencyBuilder
+    from crossbuild.tools.context import RunContext
+
+    monkeypatch.setattr(loop, "DEPENDENCY_SUITE_S", 10.0)
+    tiny = _tiny(tmp_path / "sources")
+    for t in (tiny / "t").iterdir():  # ten tests of four seconds each
+        t.write_text("sleep 4;\n" + t.read_text())
+    (tmp_path / "ws" / "src").mkdir(parents=True)
+    try:
+        ctx = RunContext.create(tmp_path / "ws", parse_target("aarch64-linux-musl"), prefix=tmp_path / "prefix",
+                                dependency_builder=DependencyBuilder(user_sources={"tiny": str(tiny)}))
+        out = ctx.dependency_builder(ctx, "tiny")
+        assert out.ok, out.message
+        assert "its own tests on the target: verified `" in out.message, out.message
+        assert "did not finish within its overall limit" in out.message, out.message
+        assert (tmp_path / "prefix" / "lib" / "libtiny.a").is_file()
+    finally:
+        forget_cached_dependencies(tmp_path / "sources")

@@ -106,11 +106,10 @@ class DependencyBuilder:
         rejected = [*entry.rejected, *done.rejected]
         left_out = (f"; left out, as its build or the prefix made them unsafe: {'; '.join(rejected[:5])}"
                     + (f" and {len(rejected) - 5} more" if len(rejected) > 5 else "")) if rejected else ""
-        failed = (f"; its own tests on the target: {entry.test_failures} (the library is provided: your project's "
-                  f"own tests prove what it uses)") if entry.test_failures else ""
+        own = f"; its own tests on the target: {entry.own_tests}" if entry.own_tests else ""
         return DependencyOutcome(True, name, pkg.source, f"{pkg.source} for {target} is in the prefix {prefix} "
                                  f"({how}; {files} files copied into the prefix in {copy_s:.2f}s; {seconds:.1f}s "
-                                 f"in all{left_out}){failed}", cached=cached,
+                                 f"in all{left_out}){own}", cached=cached,
                                  seconds=seconds, files=files, consumer=consumer)
 
     def _build(self, ctx: RunContext, pkg: deps.Package, version: str | None, start: float, key: str):
@@ -155,7 +154,7 @@ class DependencyBuilder:
             entry = deps.store(ctx.target.name, pkg.source, version, stage, prefix=ctx.prefix,
                                build_s=time.monotonic() - start, run_id=outcome.run_id, key=key,
                                anchor=tmp,  # made by crossbuild: the build can replace `stage`, not tmp
-                               test_failures=failing)
+                               own_tests=_own_tests(outcome.verify, failing))
         except safefs.UnsafePath as e:  # its build made a folder on the staged path a link: nothing is taken
             return DependencyOutcome(False, pkg.source, pkg.source,
                                      f"the staged install of {source} is not a plain folder tree ({e.filename} is "
@@ -165,6 +164,15 @@ class DependencyBuilder:
 
 
 _CONSUMED = re.compile(r"\.(h|hh|hpp|hxx|inl|ipp|tcc|pc|cmake)$", re.IGNORECASE)
+
+
+def _own_tests(report, failing: str | None) -> str | None:
+    """What a consumer is told of a dependency's own tests when they did not make it `tested`."""
+    if failing:
+        return f"{failing} (the library is provided: your project's own tests prove what it uses)"
+    if report is not None and report.proof and report.proof != "tested":
+        return f"verified `{report.proof}` ({(report.proof_why or '')[:200]})"
+    return None
 
 
 def tests_alone_failed(report) -> str | None:

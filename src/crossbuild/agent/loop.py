@@ -37,6 +37,10 @@ from crossbuild.tools.knowledge import attach_knowledge
 from crossbuild.tools.schemas import openai_tools
 from crossbuild.trace.store import Trace, messages_hash, new_run_id
 
+# A dependency's own test suite runs at most this long on the target (OpenSSL's `make test`: well over 40 minutes
+# under qemu): a consumer waits on it, and its own tests prove what it uses; past it the suite is unfinished and
+# the dependency is verified at a lower level, which its result says
+DEPENDENCY_SUITE_S = 600.0
 CONTINUE = ("Continue with tool calls. When the build is done, call finish(status='built'); if it cannot be done, "
             "finish(status='blocked') with the reason.")
 
@@ -386,7 +390,8 @@ class Agent:
         report = verify(self.ctx.root / out_dir, self.ctx.target, toolchain=self.ctx.toolchain, box=self.ctx.sandbox,
                         rebuild_steps=replay_steps(self.ctx) or None, rebuild_edits=self.ctx.edited,
                         build_machine_check=build_machine_check,
-                        provide_dependencies=lambda target, prefix: provide_again(self.ctx, target, prefix))
+                        provide_dependencies=lambda target, prefix: provide_again(self.ctx, target, prefix),
+                        suite_budget_s=DEPENDENCY_SUITE_S if self.ctx.depth else None)
         self.emit(Event("verify", {"step": self.steps, "ok": report.ok, "reasons": report.reasons[:10],
                                    "counts": report.counts, "output_dir": out_dir, "proof": report.proof,
                                    "proof_counts": report.proof_counts, "proof_why": report.proof_why}))

@@ -168,7 +168,9 @@ class CachedDependency:
     build_s: float
     run_id: str | None = None
     rejected: list[str] = field(default_factory=list)  # what the staged install held that was not taken
-    test_failures: str | None = None  # its own tests that failed on the target, when only a few did (said on use)
+    # what its own tests showed on the target when it was not `tested` (a few failed; a suite unfinished within its
+    # time): said on every use
+    own_tests: str | None = None
 
     @property
     def dir(self) -> Path:
@@ -207,7 +209,7 @@ def _ours(rel: str) -> bool:
 
 def store(target: str, source: str, version: str | None, stage: Path, *, prefix: Path, build_s: float,
           run_id: str | None, options: dict | None = None, key: str | None = None,
-          anchor: Path | None = None, test_failures: str | None = None) -> CachedDependency:
+          anchor: Path | None = None, own_tests: str | None = None) -> CachedDependency:
     """Copy a staged install (STAGE/<prefix>: DESTDIR, written by a build) into the cache and rename it in atomically.
     The copy is checked: folders, regular files and links that stay inside the tree, resolved through the links it
     holds, only; whatever else the build left there (links out, chains of links that lead out, FIFOs, devices,
@@ -215,7 +217,7 @@ def store(target: str, source: str, version: str | None, stage: Path, *, prefix:
     the build cannot replace (no link is followed below it); default STAGE itself."""
     key = key or cache_key(target, source, version, options)
     entry = CachedDependency(target=target, source=source, version=version, key=key, prefix=str(prefix), files=[],
-                             built_at=time.time(), build_s=build_s, run_id=run_id, test_failures=test_failures)
+                             built_at=time.time(), build_s=build_s, run_id=run_id, own_tests=own_tests)
     final = entry.dir
     tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
     safefs.remove_tree(tmp.parent, tmp.name)

@@ -55,12 +55,13 @@ SLOW_MAX_S = 600.0  # never longer than this: a test that already ran minutes is
 
 def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: Toolchain, box: Sandbox,
                  timeout: float, log_dir: Path, dependency_lib_dirs: list[str], steps: Sequence[BuildStep] = (),
-                 left_out: tuple[str, Sequence[str]] | None = None) -> list[SmokeRun]:
+                 left_out: tuple[str, Sequence[str]] | None = None, budget: float | None = None) -> list[SmokeRun]:
     """The tests of ROOT's harness run on TARGET in BOX (the test programs' sandbox), each under TIMEOUT (at least
-    SUITE_S) times the emulator's slowdown; none when there is no harness, it found no test, or the target's
-    programs cannot run here (then the test-like executables are run bare, smoke.py, and say why), or none of its
-    tests ran. Without a harness of its own, a plain Makefile's test goal, run with the build's recorded make step
-    STEPS (make_goal.py). LEFT_OUT (folder, goals): only that goal, of the test goals the steps left out there."""
+    SUITE_S) times the emulator's slowdown, the whole under BUDGET seconds when given (else a multiple of that);
+    none when there is no harness, it found no test, or the target's programs cannot run here (then the test-like
+    executables are run bare, smoke.py, and say why), or none of its tests ran. Without a harness of its own, a
+    plain Makefile's test goal, run with the build's recorded make step STEPS (make_goal.py). LEFT_OUT (folder,
+    goals): only that goal, of the test goals the steps left out there."""
     harness = None if left_out else find(root)
     if harness is None and box.exec_handler is not None:  # its tie is qemu's own record: binfmt must start qemu
         harness = _make_goal(steps, toolchain.workspace, left_out,
@@ -80,9 +81,10 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     env = _environment(toolchain, [*lib_dirs, *dependency_lib_dirs])
     if harness.name == make_goal.HARNESS:
         return _run_make_goal(harness, root, target, toolchain, box, env, timeout, scale, log_dir,
-                              dependency_lib_dirs)
+                              dependency_lib_dirs, budget)
     commands = _listing(harness, box, env, log_dir)
-    runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace)
+    runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace,
+               total=budget)
     _failed_alone_again(runs, harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir,
                         toolchain.workspace)
     _slow_alone_again(runs, harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir,
@@ -98,7 +100,7 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
 
 def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Toolchain, box: Sandbox,
                    env: dict[str, str], timeout: float, scale: float, log_dir: Path,
-                   dependency_lib_dirs: list[str]) -> list[SmokeRun]:
+                   dependency_lib_dirs: list[str], budget: float | None) -> list[SmokeRun]:
     """A Makefile's test goal, tied to the target by qemu's per-process record (make_goal.py): its one run when it
     started a target program; the test programs it built and did not run, run bare, when it only built them;
     none otherwise (the executables the build made say what they can)."""
@@ -106,7 +108,7 @@ def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Tool
     evidence, evidence_env = tie.fresh_evidence(toolchain)
     env = env | dict(harness.env) | evidence_env
     goal_start = time.time()
-    runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, ws)
+    runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, ws, total=budget)
     started = make_goal.programs_started(ws, evidence)
     for r in runs:
         r.on_target = started > 0
@@ -115,7 +117,8 @@ def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Tool
         built = _built_since(harness.cwd, target, goal_start, own_folders(harness.cwd, toolchain))
         return smoke_runs(harness.cwd, target, built, box, timeout, log_dir, dependency_lib_dirs,
                           within=ws) if built else []
-    return runs if started and any(not r.skipped for r in runs) else []
+    # a goal stopped at its limit stays in the verdict (unfinished: not `tested`), not replaced by bare runs
+    return runs if started and any(not r.skipped or r.skipped.startswith(UNFINISHED) for r in runs) else []
 
 
 def _failed_alone_again(runs: list[SmokeRun], harness: Harness, root: Path, box: Sandbox, env: dict[str, str],

@@ -145,12 +145,14 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
            rebuild_steps: list[BuildStep] | None = None, rebuild_source: str = "src",
            rebuild_edits: Sequence[str] = (), smoke_timeout_s: float = 60.0,
            build_machine_check: bool = False, steps_taken: list[BuildStep] | None = None,
-           provide_dependencies: native_check.DependencyProvider | None = None) -> VerifyReport:
+           provide_dependencies: native_check.DependencyProvider | None = None,
+           suite_budget_s: float | None = None) -> VerifyReport:
     """The verdict on the build folder ROOT. A clean rebuild (REBUILD_STEPS) starts from the source as it was
     prepared, with the files the agent edited (REBUILD_EDITS, workspace-relative) laid over it. With
     BUILD_MACHINE_CHECK, test programs that failed without a crash, when nothing else stands in the verdict's way,
     are run again from a build of the same steps for the build machine (native_check), with the dependencies
-    PROVIDE_DEPENDENCIES puts in its prefix. STEPS_TAKEN (default:
+    PROVIDE_DEPENDENCIES puts in its prefix. SUITE_BUDGET_S bounds the project's whole test suite (a dependency's:
+    past it, the suite is unfinished and the verdict cannot be `tested`). STEPS_TAKEN (default:
     REBUILD_STEPS) are the recorded commands read for tests switched off; without a usable test suite, crossbuild's
     probes run every product on the target (exercise.py), and the proof level says what ran (levels.py)."""
     root = Path(os.path.abspath(root))
@@ -242,8 +244,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             runs_harness = not blocking and (not switched_off or left_out is not None)
             note("running the project's tests on the target")
             report.smoke_runs = harness_runs(root, target, report.artifacts, toolchain, box, smoke_timeout_s,
-                                             log_dir, deps, taken, left_out if switched_off else None
-                                             ) if runs_harness else []
+                                             log_dir, deps, taken, left_out if switched_off else None,
+                                             budget=suite_budget_s) if runs_harness else []
             report.harness = report.smoke_runs[0].harness if report.smoke_runs else None
             if switched_off and any(r.passed and r.on_target is not False for r in report.smoke_runs):
                 switched_off = blocking  # the test goal the build left out ran on the target
