@@ -29,6 +29,27 @@ def scan_outputs(root: Path, toolchain: Toolchain | None) -> ScanResult:
 
 
 RECORD = "rebuild.json"  # in the workspace's .xbuild/ (which builds cannot write): what the last rebuild replayed
+RUN_OUTPUTS = "run-outputs.json"  # in .xbuild/: what the verifier's own test runs wrote in build folders
+
+
+def remember_run_outputs(toolchain: Toolchain | None, root: Path, paths: Sequence[str]) -> None:
+    """Record PATHS (below the build folder ROOT), which the verifier's test runs wrote and no build step made:
+    a later clean rebuild, which runs no test, is not asked for them."""
+    if toolchain is None or not paths:
+        return
+    key = os.path.relpath(root, toolchain.workspace)
+    known = run_outputs(toolchain)
+    known[key] = sorted({*known.get(key, []), *paths})[:10_000]
+    safefs.write_atomic(toolchain.xbuild, RUN_OUTPUTS, json.dumps(known).encode())
+
+
+def run_outputs(toolchain: Toolchain) -> dict[str, list[str]]:
+    try:
+        found = json.loads(safefs.read_text(toolchain.xbuild, RUN_OUTPUTS, max_bytes=4 << 20))
+    except (OSError, ValueError):
+        return {}
+    return {k: [p for p in v if isinstance(p, str)] for k, v in found.items() if isinstance(v, list)} \
+        if isinstance(found, dict) else {}
 
 
 def clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, source: str,
@@ -63,6 +84,8 @@ def clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sour
     original = {a.path for a in scan_outputs(root, toolchain).artifacts if a.kind in linked}
     missing = missing_from_rebuild(original, rebuilt)
     missing = [p for p in missing if p not in copies_of(root, missing, original & rebuilt)]
+    ran = set(run_outputs(toolchain).get(str(rel_root), ()))  # made by an earlier verdict's test runs
+    missing = [p for p in missing if p not in ran]
     ok = bool(rebuilt) and not missing
     return {"ok": ok, "steps": [str(s) for s in steps], "workspace": str(fresh_ws), "artifacts": len(rebuilt),
             "not_copied": not_copied, "reused": reused,

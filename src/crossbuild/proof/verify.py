@@ -30,7 +30,7 @@ from crossbuild.proof.exercise import ProbeRun, exercise
 from crossbuild.proof.for_build import BuildMachineOutputs
 from crossbuild.proof.harness import harness_runs
 from crossbuild.proof.levels import Proof, not_tested, proof_of
-from crossbuild.proof.rebuild_check import clean_rebuild, scan_outputs
+from crossbuild.proof.rebuild_check import clean_rebuild, remember_run_outputs, scan_outputs
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
 from crossbuild.proof.target_run import test_program_box
 
@@ -269,8 +269,10 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,
                                          smoke_timeout_s, log_dir, deps, installed)
     if run_tests and toolchain is not None:  # what the tests and probes ran could write the build's folders
+        written: list[str] = []
         report.reasons += _written_by_runs(report, root, toolchain, target, allow_host, for_build, identities,
-                                           root_id)
+                                           root_id, written)
+        remember_run_outputs(toolchain, root, written)  # not the build's: no later clean rebuild must make them
     report.ok = not report.reasons
     proof = proof_of(report.ok, run_tests, report.smoke_runs, report.probe_runs if run_tests else None,
                      switched_off)
@@ -317,12 +319,13 @@ def _identity(anchor: Path, rel: str) -> tuple[int, ...] | None:
 def _written_by_runs(report: VerifyReport, root: Path, toolchain: Toolchain, target: Target,
                      allow_host: list[str], for_build: BuildMachineOutputs,
                      identities: list[tuple[Path, str, str, tuple[int, ...] | None]],
-                     root_id: tuple[int, ...] | None) -> list[str]:
+                     root_id: tuple[int, ...] | None, written: list[str]) -> list[str]:
     """The folders checked again after the tests and probes ran (they run with write access to the build folder):
     the build folder replaced, a product found before that is gone or no longer a plain file (a link to a host
     program), a rescan that does not finish, or a binary that does not fit the target and was not there, or
     fitted, before (a test that copied a host program over the built one) is a reason, named; the verdict's
-    artifact list is the one read before."""
+    artifact list is the one read before. WRITTEN receives the linked artifacts below ROOT the runs made that were not
+    there before (libtool's wrapper writes `.libs/lt-NAME` when a test starts it)."""
     now_root = _identity(root.parent, root.name)
     if root_id is None or now_root is None or now_root[:2] != root_id[:2]:
         return [f"{root.name}: the build folder was replaced while the tests ran"]
@@ -331,11 +334,14 @@ def _written_by_runs(report: VerifyReport, root: Path, toolchain: Toolchain, tar
                if was is not None and ((now := _identity(anchor, rel)) is None or now[0] != stat.S_IFREG)]
     before = {e["path"] for e in [*report.artifacts, *report.elsewhere] if not e.get("ok")}
     before |= {*report.allowed_host, *report.build_tools}
+    known = {rel for anchor, rel, _, _ in identities if anchor == root}
     for anchor, scan in _scans(root, toolchain):
         shown = _shown(root, anchor)
         if scan.incomplete:
             reasons.append(f"the artifact scan after the tests ran is incomplete: {scan.incomplete}")
         for a in scan.artifacts:
+            if anchor == root and a.kind in LINKED_KINDS and not a.member_of and a.path not in known:
+                written.append(a.path)
             problems = check_artifact(a, target)
             if problems and shown(a.path) not in before and not _excused(a, anchor, shown, problems, allow_host,
                                                                           for_build):
