@@ -435,7 +435,7 @@ def test_the_path_a_model_took_over_mcp(tmp_path):
             assert r.is_error and "Could NOT find ZLIB" in _text(r)
             # the knowledge was shown once; the diagnosis read from CMake's own records is shown every time
             assert "find_package(ZLIB REQUIRED) failed at src/CMakeLists.txt" in _text(r)
-            assert "build_dependency(name='ZLIB')" in _text(r)
+            assert 'build_dependency(name="ZLIB")' in _text(r)
             notes = _Progress()
             r = await c.call_tool("build_dependency", {"name": "ZLIB"}, progress_callback=notes)
             assert not r.is_error, _text(r)

@@ -26,6 +26,18 @@ def test_a_library_the_project_builds_itself_is_not_a_dependency(tmp_path):
     assert r.data["own_files"] is True
 
 
+def test_an_alias_or_imported_name_for_another_projects_target_is_not_the_projects_own(tmp_path):
+    """benchmark's `add_library(gtest ALIAS GTest::gtest)` names Debian's googletest: build_dependency("GTest") had
+    been refused as "the project's own", and a model was told to turn the tests off instead."""
+    src = tmp_path / "ws" / "src"
+    src.mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text("project(b CXX)\nfind_package(GTest CONFIG REQUIRED)\n"
+                                        "add_library(gtest ALIAS GTest::gtest)\n"
+                                        "add_library(zstd SHARED IMPORTED)\nadd_library(bench src/b.cc)\n")
+    assert _own_target(tmp_path / "ws", "GTest") is None and _own_target(tmp_path / "ws", "zstd") is None
+    assert _own_target(tmp_path / "ws", "bench") == "src/CMakeLists.txt"
+
+
 def test_a_header_the_project_ships_is_not_a_dependency_but_a_bundled_copy_of_another_projects_is(tmp_path):
     src = tmp_path / "ws" / "src"
     (src / "lib").mkdir(parents=True)

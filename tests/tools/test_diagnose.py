@@ -34,7 +34,7 @@ def test_a_failed_configure_says_what_failed_where_and_which_switch_governs_it(c
     assert [s["arg"] for s in d["switches"]] == ["-DGADGET_SECURE_TRANSPORT=OFF"]
     text = r.render()
     assert "governed by GADGET_SECURE_TRANSPORT" in text and "-DGADGET_SECURE_TRANSPORT=OFF" in text
-    assert "build_dependency(name='gadget-nonexistent-tls')" in r.hint
+    assert 'build_dependency(name="gadget-nonexistent-tls")' in r.hint
     # the rerun is no build step: one command recorded, and its trace is not left in the build folder
     assert [c.argv for c in ctx.commands] == [["cmake", "-S", "src", "-B", "build"]]
     assert not (ctx.root / "build" / "CMakeFiles" / "crossbuild-configure-trace.json").exists()
@@ -56,6 +56,29 @@ def test_a_dependency_that_cannot_be_built_is_answered_with_the_projects_switch_
     # a name the diagnosis did not look for gets the general advice
     r = call("build_dependency", {"name": "another-nonexistent-library"})
     assert not r.ok and "WITH_/ENABLE_/USE_" in r.hint
+    # a call no switch governs: the project requires it, and the hint does not say to turn it off
+    _project(ctx, {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(needs C)\n"
+                                     "find_package(GadgetNonexistentCore REQUIRED)\n"})
+    assert not call("run_command", {"command": "cmake -S src -B build2"}).ok
+    r = call("build_dependency", {"name": "GadgetNonexistentCore"})
+    assert r.hint.startswith("the project requires it: no switch in its files governs "
+                             "find_package(GadgetNonexistentCore REQUIRED) at src/CMakeLists.txt:3"), r.hint
+    assert "turn off" not in r.hint
+
+
+def test_a_dependency_a_projects_own_find_module_names_in_capitals_is_named_as_build_dependency_takes_it(ctx, call):
+    """czmq's Findlibzmq.cmake is found as find_package(LIBZMQ): Debian's index knows no `LIBZMQ`, it knows the
+    pkg-config name `libzmq`. A model told build_dependency(name="LIBZMQ") lost a call on it."""
+    _project(ctx, {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(consumer C)\n"
+                          "list(APPEND CMAKE_MODULE_PATH ${CMAKE_CURRENT_SOURCE_DIR})\nfind_package(LIBZMQ REQUIRED)\n",
+        "FindLIBZMQ.cmake": "find_path(LIBZMQ_INCLUDE_DIRS NAMES zmq.h)\nfind_library(LIBZMQ_LIBRARIES NAMES zmq)\n"
+                            "include(FindPackageHandleStandardArgs)\n"
+                            "find_package_handle_standard_args(LIBZMQ DEFAULT_MSG LIBZMQ_LIBRARIES\n"
+                            "                                  LIBZMQ_INCLUDE_DIRS)\n"})
+    r = call("run_command", {"command": "cmake -S src -B build"})
+    assert not r.ok and r.data["diagnosis"]["missing"] == ["libzmq"], r.data.get("diagnosis")
+    assert 'build_dependency(name="libzmq")' in r.hint
 
 
 def test_a_configure_that_fails_without_a_located_error_or_succeeds_has_no_diagnosis(ctx, call):

@@ -213,7 +213,9 @@ def _own_target(root: Path, name: str) -> str | None:
         return None  # no project here (the build-machine check's dependencies have none)
     # a header by its name, or by the name a failed #include gives (`vp` for <vp.h>)
     headers = [bare] if bare.endswith((".h", ".hh", ".hpp", ".hxx")) else [bare + ".h", bare + ".hpp"]
-    target = re.compile(rf"\badd_(library|executable)\s*\(\s*{re.escape(bare)}[\s)]", re.IGNORECASE)
+    # not an ALIAS or IMPORTED name for another project's target (benchmark's `add_library(gtest ALIAS GTest::gtest)`)
+    target = re.compile(rf"\badd_(library|executable)\s*\(\s*{re.escape(bare)}(?![^)]*\b(ALIAS|IMPORTED)\b)[\s)]",
+                        re.IGNORECASE)
     for entry in safefs.walk_files(root / "src", prune=lambda rel: rel.count("/") > 4):
         if not stat.S_ISREG(entry.st.st_mode):
             continue

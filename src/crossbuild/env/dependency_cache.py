@@ -105,6 +105,21 @@ def resolve(name: str, user_sources: dict[str, str] | None = None) -> Package:
 _NOT_DEPENDENCIES = re.compile(r"^(glibc|musl|gcc-\d+|llvm-toolchain-\d+|linux|binutils|cmake|meson|pkgconf)$")
 
 
+def buildable_name(name: str) -> str:
+    """NAME as resolve() takes it: a project's own Find module is often named in capitals (`find_package(LIBZMQ)`)
+    for what Debian's index knows by its pkg-config or library name (`libzmq`). NAME itself when neither resolves
+    or the index cannot be read."""
+    for candidate in dict.fromkeys((name, name.lower())):
+        try:
+            resolve(candidate)
+            return candidate
+        except UnknownDependencyError:
+            continue
+        except Exception:  # noqa: BLE001 - the index cannot be read here: the name as the project gave it
+            return name
+    return name
+
+
 def _from_index(name: str) -> Package | None:
     """The answer of Debian's package indices (debian_index), or None when they do not know the name."""
     from crossbuild.env import debian_index

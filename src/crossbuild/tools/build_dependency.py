@@ -32,30 +32,30 @@ def _build_dependency(ctx: RunContext, args: BuildDependencyArgs, _: None) -> To
             "files": out.files, "consumer": out.consumer, "keep_features": ctx.keep_features,
             "own_files": getattr(out, "own", False)}
     if not out.ok:
-        switches = _switches_without(ctx, args.name)
-        raise ToolFailure(out.message, hint=(
-            "the user asked to keep every feature (--keep-features): stop, and report that this dependency cannot "
-            "be built"
-            if ctx.keep_features else
-            f"the project builds without it: configure again with {switches}, and report the feature left out "
-            f"with the result" if switches else
-            f"turn off the optional feature that needs {args.name} (build_status lists the project's options: look "
-            f"for WITH_/ENABLE_/USE_ options named after it), configure again, and report the feature left out "
-            f"with the result"),
-            **data)
+        raise ToolFailure(out.message, hint=_after_failure(ctx, args.name), **data)
     ctx.record_dependency(args.name, args.version)
     lines = [out.message, *(f"  {k}: {v}" for k, v in out.consumer.items()),
              "Configure the project again (from a clean build folder for CMake)."]
     return ToolResult(ok=True, message="\n".join(lines), data=data)
 
 
-def _switches_without(ctx: RunContext, name: str) -> str | None:
-    """The switches the last failed configure's diagnosis found governing the call that looked for NAME (from the
-    project's own files: `-DENABLE_SSL=OFF (declared at src/CMakeLists.txt:12)`), or None."""
+def _after_failure(ctx: RunContext, name: str) -> str:
+    """What to do when NAME cannot be built: by the last failed configure's diagnosis when it looked for NAME (the
+    project's own switch that builds without it, or none: the project requires it), else the general advice."""
+    if ctx.keep_features:
+        return "the user asked to keep every feature (--keep-features): stop, and report that this dependency cannot " \
+               "be built"
     found = ctx.last_diagnosis
-    if not found or not found.get("switches") or name.lower() not in (m.lower() for m in found.get("missing", ())):
-        return None
-    return " ".join(s["arg"] for s in found["switches"]) + f" (they govern {found['failed']} at {found['where']})"
+    if found and name.lower() in (m.lower() for m in found.get("missing", ())):
+        if found.get("switches"):
+            return (f"the project builds without it: configure again with "
+                    f"{' '.join(s['arg'] for s in found['switches'])} (they govern {found['failed']} at "
+                    f"{found['where']}), and report the feature left out with the result")
+        return (f"the project requires it: no switch in its files governs {found['failed']} at {found['where']}. "
+                f"Fix the dependency's own build (its log is named above), or report that it cannot be built")
+    return (f"turn off the optional feature that needs {name} (build_status lists the project's options: look for "
+            f"WITH_/ENABLE_/USE_ options named after it), configure again, and report the feature left out with "
+            f"the result")
 
 
 def provide_again(ctx: RunContext, target: Target, prefix: Path) -> str | None:

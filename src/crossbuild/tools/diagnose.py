@@ -13,6 +13,7 @@ from pathlib import Path
 
 from crossbuild.diagnosis import autotools_log, cmake_trace, meson_log
 from crossbuild.diagnosis.model import Diagnosis
+from crossbuild.env import dependency_cache as deps
 from crossbuild.foundation import safefs
 from crossbuild.tools.context import RunContext
 
@@ -30,9 +31,10 @@ def failed_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str,
     build's to write: anything a reader trips on raises DiagnosisFailed, which the caller shows beside the
     command's own result, never in its place."""
     try:
-        return _diagnose(ctx, argv, cwd, env, log, took_s)
+        found = _diagnose(ctx, argv, cwd, env, log, took_s)
     except Exception as e:  # noqa: BLE001 - any reader failure on hostile records, MemoryError included
         raise DiagnosisFailed(f"{type(e).__name__}: {e}"[:300]) from e
+    return dataclasses.replace(found, missing=tuple(deps.buildable_name(n) for n in found.missing)) if found else None
 
 
 class DiagnosisFailed(Exception):
@@ -164,7 +166,7 @@ def failure_hint(argv: list[str], lines: list[str], log: str) -> str:
 
 def hint_for(diagnosis: Diagnosis) -> str | None:
     """What to try first for a diagnosed configure failure: build what it looked for, else flip its switch."""
-    steps = [f"build_dependency(name={diagnosis.missing[0]!r})"] if diagnosis.missing else []
+    steps = [f'build_dependency(name="{diagnosis.missing[0]}")'] if diagnosis.missing else []
     if diagnosis.switches:
         steps.append(f"configure again with {' '.join(s.arg for s in diagnosis.switches)} to build without it"
                      + (" (report the feature left out with the result)" if diagnosis.missing else ""))
