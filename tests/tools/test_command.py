@@ -171,4 +171,28 @@ def test_a_failed_build_whose_log_names_no_error_says_how_to_get_one(ctx, call):
     assert not r.ok and "names no error line" in r.hint and "make -j1 V=1" in r.hint
     (ctx.root / "src" / "Makefile").write_text("all:\n\t@echo 'x.c:1:2: error: boom'; false\n")
     r = call("run_command", {"command": "make -j2", "cwd": "src"})
-    assert "errors are usually near the first 'error:'" in r.hint
+    assert r.hint.startswith("the first error line: 'x.c:1:2: error: boom'; read_file .xbuild/logs/"), r.hint
+    # a failing tool's own words and make's own reason to stop are error lines too (a model was told there were none)
+    (ctx.root / "src" / "Makefile").write_text("all:\n\t@echo \"install: cannot create regular file '/p/x.h': "
+                                               "Read-only file system\"; false\n")
+    r = call("run_command", {"command": "make -j2", "cwd": "src"})
+    assert "install: cannot create regular file" in r.hint and "names no error line" not in r.hint, r.hint
+    r = call("run_command", {"command": "make nosuchgoal", "cwd": "src"})
+    assert "No rule to make target 'nosuchgoal'" in r.hint, r.hint
+
+
+def test_a_build_step_using_crossbuilds_records_in_xbuild_is_refused_before_it_poisons_the_clean_rebuild(ctx, call):
+    """A model copied a dependency's install out of .xbuild/dep-*/: the step succeeded, and every clean rebuild then
+    failed on it (a fresh workspace has no such folder), with no way to take the step back."""
+    (ctx.xbuild / "dep-zeromq3-x" / "ws" / "install").mkdir(parents=True)
+    before = len(ctx.commands)
+    for command, cwd in (("cp -r .xbuild/dep-zeromq3-x/ws/install deps", "."), ("make", ".xbuild/logs"),
+                         ("cmake -DZMQ_DIR=.xbuild/dep-zeromq3-x/ws/install -S src -B build", ".")):
+        r = call("run_command", {"command": command, "cwd": cwd})
+        assert not r.ok and r.error_type == "invalid_arguments", r.render()
+        assert "the clean rebuild's fresh workspace does not have" in r.message and "read_file" in r.hint
+    assert len(ctx.commands) == before and not (ctx.root / "deps").exists()
+    # looking is no build step, and the toolchain's own files are in every fresh workspace
+    assert call("run_command", {"command": "ls .xbuild/dep-zeromq3-x/ws"}).ok
+    r = call("run_command", {"command": "cmake -DCMAKE_TOOLCHAIN_FILE=.xbuild/toolchain.cmake -S src -B build"})
+    assert r.error_type != "invalid_arguments" and "fresh workspace" not in r.message, r.render()

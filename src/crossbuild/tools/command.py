@@ -188,14 +188,46 @@ def _authorize(ctx: RunContext, args: RunCommandArgs) -> AuthorizedCommand:
     if prog == "find" and any(a in ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint") for a in argv):
         raise PermissionDenied("find may only search here (-exec, -delete and -fprint are refused).",
                                hint="use find to locate files, then act on them with separate calls")
+    replayed = Path(prog).name not in INSPECTION_TOOLS
+    if replayed:
+        _not_only_here(ctx, cwd, ".")
     for arg in argv[1:]:
         for cand in path_candidates(arg):
             if cand in ALWAYS_ALLOWED:
                 continue
             paths.resolve(ctx, cand, cwd=cwd, roots=roots, must_exist=False)
+        if replayed:
+            _not_only_here(ctx, cwd, arg)
         if not arg.startswith("-") and "=" not in arg and os.path.lexists(cwd / arg):
             paths.resolve(ctx, arg, cwd=cwd, roots=roots)  # catches symlinks out of the workspace and credentials
     return AuthorizedCommand(argv=argv, cwd=cwd, env=_authorize_env(ctx, args.env, cwd))
+
+
+# crossbuild's own records in .xbuild/ that a clean rebuild's fresh workspace does not have (its logs, the source as
+# prepared, the second builds, the dependencies' build folders); the toolchain files it does have
+_ONLY_HERE = re.compile(r"^(logs|pristine|rebuild|native|commands\.jsonl|dep-[^/]*|deps-[^/]*)(/|$)")
+
+
+def _not_only_here(ctx: RunContext, cwd: Path, arg: str) -> None:
+    """Refuse a build step (run in CWD) whose argument ARG names crossbuild's records in .xbuild/ (as a path, a
+    `-DVAR=path` value or a glued `-Ipath`), or that runs in them: the clean rebuild replays every successful step
+    in a fresh workspace where they do not exist, and the session's record could never verify."""
+    values = [arg, arg.partition("=")[2], arg[2:] if arg[:2] in ("-I", "-L") else ""]
+    for where in [cwd, *(Path(os.path.normpath(cwd / v)) for v in values if v and not v.startswith("-"))]:
+        try:
+            rel = where.relative_to(ctx.xbuild).as_posix()
+        except ValueError:
+            continue
+        if _ONLY_HERE.match(rel):
+            _refuse_only_here(arg if where != cwd else f"cwd {os.path.relpath(cwd, ctx.root)}")
+
+
+def _refuse_only_here(shown: str) -> None:
+    raise BadArguments(
+        f"{shown!r} is crossbuild's record in .xbuild/, which the clean rebuild's fresh workspace does not have: "
+        "a build step using it would fail there.",
+        hint="read it with read_file or list_files; a dependency's files reach the build through the prefix "
+             "(build_dependency), and files the build needs belong in src/")
 
 
 def _make_cwd(ctx: RunContext, cwd: Path) -> str | None:

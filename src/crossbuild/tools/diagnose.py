@@ -150,14 +150,20 @@ def _cache_home(cache: str | None) -> Path | None:
     return None
 
 
-_ERROR_LINE = re.compile(r"\berror\b|\bError \d+\b|\bfatal\b|\bundefined reference\b", re.IGNORECASE)
+_ERROR_LINE = re.compile(r"\berror\b|\bError \d+\b|\bfatal\b|\bundefined reference\b|\bcannot\b|"
+                         r"\bPermission denied\b|\bNo such file or directory\b|\bRead-only file system\b|"
+                         r"\bcommand not found\b", re.IGNORECASE)
+# make's own reason to stop (`make: *** No rule to make target 'x'.  Stop.`), not a recipe's `[x] Error 1`
+_MAKE_STOP = re.compile(r"^g?make(\[\d+\])?: \*\*\* (?!\[).*Stop\.\s*$")
 
 
 def failure_hint(argv: list[str], lines: list[str], log: str) -> str:
     """Where to look in a failed command's log; for a make or ninja build whose log names no error, how to get one
     (a parallel build's first failure is buried among the other jobs' output, or a recipe failed silently)."""
-    if any(_ERROR_LINE.search(line) for line in lines if not line.startswith(("make: ***", "make["))):
-        return f"read the log with read_file {log} (errors are usually near the first 'error:')"
+    first = next((line for line in lines if _MAKE_STOP.match(line) or (
+        _ERROR_LINE.search(line) and not line.startswith(("make: ***", "make[")))), None)
+    if first is not None:
+        return f"the first error line: {first.strip()[:200]!r}; read_file {log} shows what led to it"
     if Path(argv[0]).name in ("make", "gmake", "ninja") or argv[:2] == ["cmake", "--build"]:
         return (f"the log ({log}) names no error line: run the same build serially and verbose to see the failing "
                 "command and its output (make -j1 V=1 VERBOSE=1, ninja -j1 -v, or cmake --build DIR -j1 -v)")
