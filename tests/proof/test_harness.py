@@ -477,6 +477,31 @@ def test_a_test_that_cannot_run_alone_does_not_end_the_search_for_one_that_can()
         (runs[2], ["/usr/bin/meson", "test", "--no-rebuild", "roundtrip"])]
 
 
+def test_an_automake_test_is_run_alone_from_the_makefile_that_lists_it(tmp_path):
+    """admesh lists tests/regression.sh in its top Makefile.am (no tests/Makefile): `make -C tests check` could not
+    run it, so the script's target program was never tied and the verdict said no test started one."""
+    (tmp_path / "Makefile").write_text("check:\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "Makefile").write_text("check:\n")
+    (tmp_path / "tests").mkdir()
+    check = harness.Harness("make check", ["make", "-k", "check"], tmp_path)
+    assert harness_tie.one_test(check, "tests/regression.sh") == ["make", "check", "TESTS=tests/regression.sh"]
+    assert harness_tie.one_test(check, "sub/t1") == ["make", "-C", "sub", "check", "TESTS=t1"]
+    assert harness_tie.one_test(check, "t2") == ["make", "-C", ".", "check", "TESTS=t2"]
+
+
+def test_a_verdict_with_no_test_program_says_the_probes_ran_the_products_when_they_did():
+    """A model read "proven: the architecture of every binary only" above "proof: exercised (2 of 2 products ran)"."""
+    from crossbuild.proof.exercise import ProbeRun
+    from crossbuild.proof.verify import VerifyReport
+
+    report = VerifyReport(target="aarch64-linux-musl", root="/ws/build", ok=True)
+    assert report.proven().endswith("proven: the architecture of every binary only")
+    report.probe_runs = [ProbeRun("executable", "admesh", "ran `admesh --version`", passed=True)]
+    assert report.proven().endswith("crossbuild's probes ran the products (see proof)")
+    assert "architecture of every binary only" not in report.proven()
+
+
 def test_a_test_stopped_at_its_limit_passes_when_run_again_alone_with_longer(tmp_path):
     """Real ctest in bubblewrap on a native build: `slow` takes 3 s and the limit is 2 s, so it is stopped; run
     again alone with three times the limit it passes, and its run says so. `hangs` never ends: it stays stopped.

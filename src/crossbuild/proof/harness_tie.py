@@ -133,5 +133,7 @@ def one_test(harness: Harness, name: str) -> list[str] | None:
     folder, _, base = name.rpartition("/")
     if harness.name == "make check" and _PLAIN_NAME.fullmatch(base) and (
             not folder or all(_PLAIN_NAME.fullmatch(part) and part != ".." for part in folder.split("/"))):
+        if folder and not safefs.is_regular(harness.cwd, f"{folder}/Makefile"):
+            return ["make", "check", f"TESTS={name}"]  # a non-recursive layout: the top Makefile lists it so
         return ["make", "-C", folder or ".", "check", f"TESTS={base}"]  # a recursive layout's test, in its folder
     return None

@@ -89,10 +89,12 @@ class VerifyReport:
         only, and says so."""
         runs = self.smoke_runs
         ran = [r for r in runs if not r.skipped]
+        probed = any(p.passed for p in self.probe_runs)  # crossbuild's probes ran the products instead
+        only = " - crossbuild's probes ran the products (see proof)" if probed else \
+            " - proven: the architecture of every binary only"
         if not runs:
             return ("test programs: none run (run_tests was off)" if not self.run_tests else
-                    "test programs: none found (no test-like executable) - "
-                    "proven: the architecture of every binary only")
+                    f"test programs: none found (no test-like executable){only}")
         counted = sum(1 for r in ran if r.passed or r.triage == "usage")
         said = (f"tests: {len(ran)} of {len(runs)} ran on the target by the project's {self.harness}, "
                 f"{sum(r.passed for r in ran)} passed" if self.harness else
@@ -100,7 +102,7 @@ class VerifyReport:
         if len(ran) < len(runs):
             said += f", {len(runs) - len(ran)} skipped"
         if not ran:
-            said += " - proven: the architecture of every binary only"
+            said += only
         return said
 
     def only_tests_failed(self) -> bool:
@@ -131,7 +133,8 @@ class VerifyReport:
         if self.linker_temporaries or self.build_tools:
             lines.append(f"  {self.not_counted()}")
         if self.needs_runtime:
-            lines.append(f"  needs crossbuild's shared C++ runtime: ship {self.needs_runtime} with it")
+            lines.append(f"  needs crossbuild's shared C++ runtime at run time (not a failure): ship "
+                         f"{self.needs_runtime} with it")
         if self.rebuild:
             lines.append(f"  clean rebuild: {'passed' if self.rebuild['ok'] else self.rebuild['error']}"
                          + (" (the last verify's, made from the same steps, edits and prefix: not made again)"
