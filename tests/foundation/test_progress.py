@@ -45,3 +45,29 @@ def test_a_new_phase_always_goes_through_and_a_failing_sink_breaks_nothing():
     watch.sink = None
     watch.note("nothing watches")
     watch.counter("x")(b"[1/2] a\n")
+
+
+def test_a_make_that_prints_no_count_is_noted_every_few_seconds_with_what_it_compiled(monkeypatch):
+    """A model's 211 s `make` of an automake project sent one note at its start and none for 208 s: clients time
+    out calls that say nothing. Silent rules and compiler command lines are counted; a count the tool prints wins."""
+    from crossbuild.foundation import progress
+
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    seen: list[Note] = []
+    w = Watch(sink=seen.append)
+    read = w.counter("make -j2")
+    read(b"  CXX      src/libzmq_la-address.lo\n  CXX      src/libzmq_la-ctx.lo\n")
+    assert seen == []  # not yet: within the heartbeat
+    clock[0] += 11
+    read(b"libtool: compile:  zxx -DHAVE_CONFIG_H -c src/x.cpp -o src/x.o\nsomething else\n")
+    assert seen[-1].text() == "make -j2 (3 files compiled in 11 s)"
+    clock[0] += 5
+    read(b"  CXX      src/y.lo\n")
+    assert len(seen) == 1  # at most every HEARTBEAT_S
+    clock[0] += 11
+    read(b"[3/40] Building C object x.o\n")  # a count: shown as such, and no more heartbeats
+    assert seen[-1] == Note("make -j2", 3, 40)
+    clock[0] += 30
+    read(b"  CXX      src/z.lo\n")
+    assert seen[-1] == Note("make -j2", 3, 40)

@@ -65,23 +65,42 @@ _COUNT = re.compile(rb"^\s*\[\s*(\d{1,9})/(\d{1,9})\]|^\s*(\d{1,9})/(\d{1,9}) \S
 _PERCENT = re.compile(rb"^\[\s*(\d{1,3})%\]")
 
 
+# a line that compiles or links one file, where the tool prints no count: automake's silent rules (`  CXX  x.lo`),
+# or a compiler command line itself
+_COMPILED = re.compile(rb"^\s{1,4}(CC|CXX|CCAS|CPPAS|OBJC|FC|F77)(LD)?\s+\S|\s-c\s.*\s-o\s")
+HEARTBEAT_S = 10.0  # a tool that prints no count is noted this often with what it did so far
+
+
 class _CountReader:
     def __init__(self, watch: Watch, message: str):
         self.watch, self.message, self.tail = watch, message, b""
+        self.compiled, self.lines, self.started = 0, 0, time.monotonic()
+        self.counted, self.beat = False, self.started
 
     def __call__(self, chunk: bytes) -> None:
         if self.watch.sink is None:
             return
         lines = (self.tail + chunk).split(b"\n")
         self.tail = lines.pop()[-4096:]
+        self.lines += len(lines)
+        self.compiled += sum(1 for line in lines if _COMPILED.search(line[:4096]))
+        if not self._count(lines) and not self.counted and time.monotonic() - self.beat >= HEARTBEAT_S:
+            self.beat = time.monotonic()  # a make of hand-written or automake rules: what it did so far
+            did = f"{self.compiled} files compiled" if self.compiled else f"{self.lines} lines of output"
+            self.watch.note(f"{self.message} ({did} in {self.beat - self.started:.0f} s)")
+
+    def _count(self, lines: list[bytes]) -> bool:
         for line in reversed(lines[-50:]):  # the latest count in the chunk is the one to show
             m = _COUNT.match(line)
             if m:
                 done, total = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
                 if 0 < done <= total:
                     self.watch.note(self.message, done, total)
-                    return
+                    self.counted = True
+                    return True
             m = _PERCENT.match(line)
             if m and int(m.group(1)) <= 100:
                 self.watch.note(self.message, int(m.group(1)), 100)
-                return
+                self.counted = True
+                return True
+        return False
