@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from crossbuild.env import recipes
 from crossbuild.kb.base import error_fingerprint
 from crossbuild.tools import diagnose, paths
 from crossbuild.tools.base import BadArguments, ErrorType, PermissionDenied, Tool, ToolArgs, ToolResult
@@ -222,6 +223,17 @@ def _not_only_here(ctx: RunContext, cwd: Path, arg: str) -> None:
             _refuse_only_here(arg if where != cwd else f"cwd {os.path.relpath(cwd, ctx.root)}")
 
 
+_STARTED_FOR_TARGET = re.compile(r"Exec format error|cannot execute binary file")
+
+
+def _runs_tests(argv: list[str]) -> bool:
+    """Whether ARGV runs the project's test suite: `make check|test`, `ctest`, `meson test`, `ninja test`."""
+    name = Path(argv[0]).name
+    if name in ("make", "gmake", "ninja"):
+        return bool({"check", "test", "tests"} & set(recipes.make_goals(argv))) and "TESTS=" not in argv
+    return name == "ctest" or (name == "meson" and argv[1:2] == ["test"])
+
+
 def _refuse_only_here(shown: str) -> None:
     raise BadArguments(
         f"{shown!r} is crossbuild's record in .xbuild/, which the clean rebuild's fresh workspace does not have: "
@@ -282,6 +294,13 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
             "raise timeout (at most 3600) or build less at once" if error_type == ErrorType.TIMEOUT else None)
     if Path(auth.argv[0]).name in INSPECTION_TOOLS:  # a failed grep or ls is an answer, not a build failure
         return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
+    if _runs_tests(auth.argv) and any(_STARTED_FOR_TARGET.search(line) for line in whole):
+        # the project's tests started here, on the build machine: no knowledge entry's fix (turning the run off)
+        # applies to running them, which is verify's job
+        return ToolResult(ok=False, error_type=error_type, message=message, data=data, hint=(
+            "run_command starts no program built for the target (there is no emulator here): build the test "
+            "programs without running them (make check TESTS=, or the build's own goal), then call verify, which "
+            "runs the project's tests on the target"))
     if error_type == ErrorType.COMMAND_FAILED:
         try:
             diagnosis = diagnose.failed_configure(ctx, auth.argv, auth.cwd, auth.env, "\n".join(whole),
