@@ -67,7 +67,7 @@ _PERCENT = re.compile(rb"^\[\s*(\d{1,3})%\]")
 
 # a line that compiles or links one file, where the tool prints no count: automake's silent rules (`  CXX  x.lo`),
 # or a compiler command line itself
-_COMPILED = re.compile(rb"^\s{1,4}(CC|CXX|CCAS|CPPAS|OBJC|FC|F77)(LD)?\s+\S|\s-c\s.*\s-o\s")
+_COMPILED = re.compile(rb"^\s{1,4}(CC|CXX|CCAS|CPPAS|OBJC|FC|F77)(LD)?\s+\S|\s-c\s")
 HEARTBEAT_S = 10.0  # a tool that prints no count is noted this often with what it did so far
 
 
