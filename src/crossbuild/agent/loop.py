@@ -40,7 +40,7 @@ from crossbuild.trace.store import Trace, messages_hash, new_run_id
 # A dependency's own test suite runs at most this long on the target (OpenSSL's `make test`: well over 40 minutes
 # under qemu): a consumer waits on it, and its own tests prove what it uses; past it the suite is unfinished and
 # the dependency is verified at a lower level, which its result says
-DEPENDENCY_SUITE_S = 600.0
+DEPENDENCY_SUITE_S = 300.0
 CONTINUE = ("Continue with tool calls. When the build is done, call finish(status='built'); if it cannot be done, "
             "finish(status='blocked') with the reason.")
 
