@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from crossbuild import kb
-from crossbuild.env import dependency_cache as deps
+from crossbuild.env import dependency_names
 from crossbuild.kb.base import Action, Entry, KnowledgeBase, error_fingerprint, fingerprint
 from crossbuild.kb.evaluation import evaluate, load_queries
 from crossbuild.proof.tests_off import turns_tests_off
@@ -51,7 +51,7 @@ def test_retrieval_goals_on_the_labelled_set():
 def test_captured_names_fill_dependency_actions():
     m = KB.search("CMake Error: Could NOT find LibLZMA (missing: LIBLZMA_LIBRARY)")[0]
     assert [a.name for a in m.actions()] == ["LibLZMA"]
-    assert deps.resolve("LibLZMA").source == "xz-utils"
+    assert dependency_names.resolve("LibLZMA").source == "xz-utils"
 
 
 def test_actions_are_validated():
@@ -133,7 +133,7 @@ def test_a_missing_package_is_fingerprinted_by_its_name_not_by_the_cmake_module_
     ("cutl/compiler/context.hxx", "libcutl"),
 ])
 def test_dependency_mapping(asked, source):
-    assert deps.resolve(asked).source == source
+    assert dependency_names.resolve(asked).source == source
 
 
 @pytest.mark.parametrize("asked", ["/root/.config/secrets", "../../etc", "./vendor/zlib", "~/src/zlib",
@@ -141,19 +141,19 @@ def test_dependency_mapping(asked, source):
                                    "debian:Zlib Thing", "a/../etc/passwd", "include/.hidden/x.h",
                                    "/usr/include/zlib.h", "github.com/google/googletest", "deps/zlib-1.3.tar.gz"])
 def test_dependency_names_never_select_a_host_path(asked):
-    with pytest.raises(deps.UnknownDependencyError, match="path or a URL|not a Debian source package name"):
-        deps.resolve(asked)
+    with pytest.raises(dependency_names.UnknownDependencyError, match="path or a URL|not a Debian source package name"):
+        dependency_names.resolve(asked)
 
 
 def test_only_the_user_vouches_for_local_dependency_sources(tmp_path):
-    assert deps.resolve("zlib", {"zlib": str(tmp_path)}).source == str(tmp_path)
-    with pytest.raises(deps.UnknownDependencyError):
-        deps.resolve(str(tmp_path), {"zlib": str(tmp_path)})
+    assert dependency_names.resolve("zlib", {"zlib": str(tmp_path)}).source == str(tmp_path)
+    with pytest.raises(dependency_names.UnknownDependencyError):
+        dependency_names.resolve(str(tmp_path), {"zlib": str(tmp_path)})
 
 
 def test_unknown_dependency_names_close_ones():
-    with pytest.raises(deps.UnknownDependencyError, match="close: zlib"):
-        deps.resolve("zlibb")
+    with pytest.raises(dependency_names.UnknownDependencyError, match="close: zlib"):
+        dependency_names.resolve("zlibb")
 
 
 def test_the_dependency_named_is_the_one_the_error_is_about_not_an_optional_one_reported_before():

@@ -14,7 +14,7 @@ from pathlib import Path
 from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.events import Event, EventSink, ignore
 from crossbuild.env import dependency_cache as deps
-from crossbuild.env import recipes, workspace
+from crossbuild.env import dependency_names, recipes, workspace
 from crossbuild.foundation import host, safefs
 from crossbuild.models.planner import Planner
 from crossbuild.proof.artifacts import scan_tree
@@ -58,8 +58,8 @@ class DependencyBuilder:
                 f"{name} is the project's own ({own}), not a dependency: the part of the build that needs it "
                 "(often a test or example) runs before it exists or looks for it in the wrong place"), own=True)
         try:
-            pkg = deps.resolve(name, self.user_sources)
-        except deps.UnknownDependencyError as e:
+            pkg = dependency_names.resolve(name, self.user_sources)
+        except dependency_names.UnknownDependencyError as e:
             return DependencyOutcome(False, name, "", str(e))
         if pkg.source in self.building:
             return DependencyOutcome(False, name, pkg.source, (
@@ -112,7 +112,7 @@ class DependencyBuilder:
                                  f"in all{left_out}){own}", cached=cached,
                                  seconds=seconds, files=files, consumer=consumer)
 
-    def _build(self, ctx: RunContext, pkg: deps.Package, version: str | None, start: float, key: str):
+    def _build(self, ctx: RunContext, pkg: dependency_names.Package, version: str | None, start: float, key: str):
         from crossbuild.agent.loop import Agent
 
         source = pkg.source if ":" in pkg.source or "/" in pkg.source else f"debian:{pkg.source}"
@@ -241,7 +241,7 @@ def _ships(rel: str, header: str) -> bool:
     return "/" in header or Path(rel).parent.name.lower() != Path(header).stem.lower()
 
 
-def _consumer(pkg: deps.Package, prefix: Path) -> dict[str, str]:
+def _consumer(pkg: dependency_names.Package, prefix: Path) -> dict[str, str]:
     out = {"prefix": str(prefix), "include": str(prefix / "include"), "lib": str(prefix / "lib")}
     if pkg.cmake:
         out["cmake"] = f"find_package({pkg.cmake}) finds it through the toolchain file (or -D{pkg.cmake}_ROOT={prefix})"

@@ -21,15 +21,14 @@ deps_app = typer.Typer(help="Dependencies cross-built into per-target prefixes, 
 def deps_resolve(name: str = typer.Argument(..., help="What a build asks for: ZLIB, libzstd, zlib.h, -lz, PNG::PNG."),
                  as_json: bool = typer.Option(False, "--json")) -> None:
     """The Debian source package that provides NAME, and the files that show it."""
-    from crossbuild.env import debian_index
-    from crossbuild.env import dependency_cache as deps
+    from crossbuild.env import debian_index, dependency_names
 
     if not name.strip():
         raise typer.BadParameter("give a name a build asks for, e.g. ZLIB, zlib.h or -lz", param_hint="NAME")
     try:
-        package = deps.resolve(name)
+        package = dependency_names.resolve(name)
         answer = package.source
-    except deps.UnknownDependencyError as e:
+    except dependency_names.UnknownDependencyError as e:
         answer, package = None, None
         why = str(e)
     try:

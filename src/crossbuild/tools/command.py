@@ -11,7 +11,6 @@ from pathlib import Path
 
 from pydantic import Field
 
-from crossbuild.env import recipes
 from crossbuild.kb.base import error_fingerprint
 from crossbuild.tools import diagnose, paths
 from crossbuild.tools.base import BadArguments, ErrorType, PermissionDenied, Tool, ToolArgs, ToolResult
@@ -191,55 +190,17 @@ def _authorize(ctx: RunContext, args: RunCommandArgs) -> AuthorizedCommand:
                                hint="use find to locate files, then act on them with separate calls")
     replayed = Path(prog).name not in INSPECTION_TOOLS
     if replayed:
-        _not_only_here(ctx, cwd, ".")
+        paths.refuse_records(ctx, cwd, ".")
     for arg in argv[1:]:
         for cand in path_candidates(arg):
             if cand in ALWAYS_ALLOWED:
                 continue
             paths.resolve(ctx, cand, cwd=cwd, roots=roots, must_exist=False)
         if replayed:
-            _not_only_here(ctx, cwd, arg)
+            paths.refuse_records(ctx, cwd, arg)
         if not arg.startswith("-") and "=" not in arg and os.path.lexists(cwd / arg):
             paths.resolve(ctx, arg, cwd=cwd, roots=roots)  # catches symlinks out of the workspace and credentials
     return AuthorizedCommand(argv=argv, cwd=cwd, env=_authorize_env(ctx, args.env, cwd))
-
-
-# crossbuild's own records in .xbuild/ that a clean rebuild's fresh workspace does not have (its logs, the source as
-# prepared, the second builds, the dependencies' build folders); the toolchain files it does have
-_ONLY_HERE = re.compile(r"^(logs|pristine|rebuild|native|commands\.jsonl|dep-[^/]*|deps-[^/]*)(/|$)")
-
-
-def _not_only_here(ctx: RunContext, cwd: Path, arg: str) -> None:
-    """Refuse a build step (run in CWD) whose argument ARG names crossbuild's records in .xbuild/ (as a path, a
-    `-DVAR=path` value or a glued `-Ipath`), or that runs in them: the clean rebuild replays every successful step
-    in a fresh workspace where they do not exist, and the session's record could never verify."""
-    values = [arg, arg.partition("=")[2], arg[2:] if arg[:2] in ("-I", "-L") else ""]
-    for where in [cwd, *(Path(os.path.normpath(cwd / v)) for v in values if v and not v.startswith("-"))]:
-        try:
-            rel = where.relative_to(ctx.xbuild).as_posix()
-        except ValueError:
-            continue
-        if _ONLY_HERE.match(rel):
-            _refuse_only_here(arg if where != cwd else f"cwd {os.path.relpath(cwd, ctx.root)}")
-
-
-_STARTED_FOR_TARGET = re.compile(r"Exec format error|cannot execute binary file")
-
-
-def _runs_tests(argv: list[str]) -> bool:
-    """Whether ARGV runs the project's test suite: `make check|test`, `ctest`, `meson test`, `ninja test`."""
-    name = Path(argv[0]).name
-    if name in ("make", "gmake", "ninja"):
-        return bool({"check", "test", "tests"} & set(recipes.make_goals(argv))) and "TESTS=" not in argv
-    return name == "ctest" or (name == "meson" and argv[1:2] == ["test"])
-
-
-def _refuse_only_here(shown: str) -> None:
-    raise BadArguments(
-        f"{shown!r} is crossbuild's record in .xbuild/, which the clean rebuild's fresh workspace does not have: "
-        "a build step using it would fail there.",
-        hint="read it with read_file or list_files; a dependency's files reach the build through the prefix "
-             "(build_dependency), and files the build needs belong in src/")
 
 
 def _make_cwd(ctx: RunContext, cwd: Path) -> str | None:
@@ -294,13 +255,8 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
             "raise timeout (at most 3600) or build less at once" if error_type == ErrorType.TIMEOUT else None)
     if Path(auth.argv[0]).name in INSPECTION_TOOLS:  # a failed grep or ls is an answer, not a build failure
         return ToolResult(ok=False, error_type=error_type, message=message, hint=hint, data=data)
-    if _runs_tests(auth.argv) and any(_STARTED_FOR_TARGET.search(line) for line in whole):
-        # the project's tests started here, on the build machine: no knowledge entry's fix (turning the run off)
-        # applies to running them, which is verify's job
-        return ToolResult(ok=False, error_type=error_type, message=message, data=data, hint=(
-            "run_command starts no program built for the target (there is no emulator here): build the test "
-            "programs without running them (make check TESTS=, or the build's own goal), then call verify, which "
-            "runs the project's tests on the target"))
+    if tests_here := diagnose.tests_started_here(auth.argv, whole):  # verify's job, not a fix to look up
+        return ToolResult(ok=False, error_type=error_type, message=message, data=data, hint=tests_here)
     if error_type == ErrorType.COMMAND_FAILED:
         try:
             diagnosis = diagnose.failed_configure(ctx, auth.argv, auth.cwd, auth.env, "\n".join(whole),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from crossbuild.diagnosis import autotools_log, cmake_trace, meson_log
 from crossbuild.diagnosis.model import Diagnosis
-from crossbuild.env import dependency_cache as deps
+from crossbuild.env import dependency_names, recipes
 from crossbuild.foundation import safefs
 from crossbuild.tools.context import RunContext
 
@@ -34,7 +34,9 @@ def failed_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str,
         found = _diagnose(ctx, argv, cwd, env, log, took_s)
     except Exception as e:  # noqa: BLE001 - any reader failure on hostile records, MemoryError included
         raise DiagnosisFailed(f"{type(e).__name__}: {e}"[:300]) from e
-    return dataclasses.replace(found, missing=tuple(deps.buildable_name(n) for n in found.missing)) if found else None
+    if found is None:
+        return None
+    return dataclasses.replace(found, missing=tuple(dependency_names.buildable_name(n) for n in found.missing))
 
 
 class DiagnosisFailed(Exception):
@@ -168,6 +170,23 @@ def failure_hint(argv: list[str], lines: list[str], log: str) -> str:
         return (f"the log ({log}) names no error line: run the same build serially and verbose to see the failing "
                 "command and its output (make -j1 V=1 VERBOSE=1, ninja -j1 -v, or cmake --build DIR -j1 -v)")
     return f"the log ({log}) names no error line: the command's own output above is all there is"
+
+
+_STARTED_FOR_TARGET = re.compile(r"Exec format error|cannot execute binary file")
+
+
+def tests_started_here(argv: list[str], lines: list[str]) -> str | None:
+    """The hint for a run of the project's test suite (`make check|test`, `ctest`, `meson test`) that started a
+    target program on the build machine: running the tests is verify's job (no knowledge entry's fix, such as
+    turning a build's post-build run off, applies); None for any other command."""
+    name = Path(argv[0]).name
+    runs = (bool({"check", "test", "tests"} & set(recipes.make_goals(argv))) and "TESTS=" not in argv
+            if name in ("make", "gmake", "ninja") else name == "ctest" or (name == "meson" and argv[1:2] == ["test"]))
+    if not runs or not any(_STARTED_FOR_TARGET.search(line) for line in lines):
+        return None
+    return ("run_command starts no program built for the target (there is no emulator here): build the test "
+            "programs without running them (make check TESTS=, or the build's own goal), then call verify, which "
+            "runs the project's tests on the target")
 
 
 def hint_for(diagnosis: Diagnosis) -> str | None:

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from crossbuild.env import debian_rules
-from crossbuild.env import dependency_cache as deps
+from crossbuild.env import debian_rules, dependency_names
 from crossbuild.kb.base import MIN_RELATED_SCORE
 from crossbuild.tools.base import Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import RunContext
@@ -85,8 +84,8 @@ def attach_knowledge(ctx: RunContext, text: str | Sequence[str], message: str, h
                 f"debian_files[{written!r}]); write it to {written} with write_file, then build "
                 f"again")
     elif names:
-        hint = (f'call build_dependency(name="{deps.buildable_name(names[0])}") to cross-build it into the prefix, '
-                'then configure again')
+        hint = (f'call build_dependency(name="{dependency_names.buildable_name(names[0])}") to cross-build it into '
+                'the prefix, then configure again')
     elif tools:
         hint = f'call provide_build_tool(name="{tools[0]}") for the build machine, then run the failed step again'
     return message, hint

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 from crossbuild.env import sources
@@ -160,3 +161,30 @@ def make_folder(ctx: RunContext, real: Path) -> str | None:
         raise NotFound(f"cwd {shown!r} does not exist and cannot be made ({e}).",
                        hint="give a folder inside the workspace, such as build") from None
     return shown
+
+
+# crossbuild's own records in .xbuild/ that a clean rebuild's fresh workspace does not have (its logs, the source as
+# prepared, the second builds, the dependencies' build folders); the toolchain files it does have
+_ONLY_HERE = re.compile(r"^(logs|pristine|rebuild|native|commands\.jsonl|dep-[^/]*|deps-[^/]*)(/|$)")
+
+
+def refuse_records(ctx: RunContext, cwd: Path, arg: str) -> None:
+    """Refuse a build step (run in CWD) whose argument ARG names crossbuild's records in .xbuild/ (as a path, a
+    `-DVAR=path` value or a glued `-Ipath`), or that runs in them: the clean rebuild replays every successful step
+    in a fresh workspace where they do not exist, and the session's record could never verify."""
+    values = [arg, arg.partition("=")[2], arg[2:] if arg[:2] in ("-I", "-L") else ""]
+    for where in [cwd, *(Path(os.path.normpath(cwd / v)) for v in values if v and not v.startswith("-"))]:
+        try:
+            rel = where.relative_to(ctx.xbuild).as_posix()
+        except ValueError:
+            continue
+        if _ONLY_HERE.match(rel):
+            _refuse_only_here(arg if where != cwd else f"cwd {os.path.relpath(cwd, ctx.root)}")
+
+
+def _refuse_only_here(shown: str) -> None:
+    raise BadArguments(
+        f"{shown!r} is crossbuild's record in .xbuild/, which the clean rebuild's fresh workspace does not have: "
+        "a build step using it would fail there.",
+        hint="read it with read_file or list_files; a dependency's files reach the build through the prefix "
+             "(build_dependency), and files the build needs belong in src/")
