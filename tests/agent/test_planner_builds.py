@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from crossbuild.proof.smoke import NOT_BUILT
-from tests.conftest import EXAMPLE, GOLDEN_MISMATCH, cb, outcome_of
+from tests.conftest import EXAMPLE, GOLDEN_MISMATCH, cb, forget_cached_dependencies, outcome_of
 from tests.diagnosis.test_autotools_log import make_configure
 from tests.diagnosis.test_cmake_trace import TLS_FILE
 
@@ -1079,6 +1079,13 @@ def _write_projects(tmp_path, projects):
         (tmp_path / name).mkdir(exist_ok=True)
         for file, text in files.items():
             (tmp_path / name / file).write_text(text)
+
+
+@pytest.fixture(autouse=True)
+def _forget_local_dependencies(tmp_path):
+    """Dependencies built from this test's own folders (--dep-source) leave the shared cache afterwards."""
+    yield
+    forget_cached_dependencies(tmp_path)
 
 
 @pytest.mark.slow
