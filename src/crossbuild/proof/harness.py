@@ -85,10 +85,11 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     commands = _listing(harness, box, env, log_dir)
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace,
                total=budget)
-    _failed_alone_again(runs, harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir,
-                        toolchain.workspace)
-    _slow_alone_again(runs, harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir,
-                      toolchain.workspace)
+    if budget is None:  # a budget is the suite's whole time: no test runs again after it (a hung one would, twice)
+        _failed_alone_again(runs, harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir,
+                            toolchain.workspace)
+        _slow_alone_again(runs, harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir,
+                          toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie.tie(runs, harness, commands, executables | emulator)
     tie.programs_not_built(runs, commands, emulator, toolchain.workspace, executables, tie.unbuilt_programs(root))
