@@ -111,7 +111,7 @@ message(FATAL_ERROR "stop")
      [("LIBXML2_WITH_LZMA", "-DLIBXML2_WITH_LZMA=OFF", "src/CMakeLists.txt")]),
     # one of several backends is required and none is switched off: those it tried, in its order
     ("debian:libssh2", "message(FATAL_ERROR No suitable cryptography backend found.)",
-     ["OpenSSL", "Libgcrypt", "mbedTLS"], []),
+     ["OpenSSL", "libgcrypt", "mbedTLS"], []),  # as build_dependency resolves them
 ])
 def test_real_projects_configured_without_their_dependencies_are_diagnosed(tmp_path, source, failed, missing,
                                                                            switches):
