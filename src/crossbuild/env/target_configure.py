@@ -15,7 +15,6 @@ from pathlib import Path
 from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import Target
 
-MARKERS = ("Configure",)
 TABLE = "Configurations"
 
 # (os, arch) -> the table's names, most specific first

@@ -188,16 +188,13 @@ def _authorize(ctx: RunContext, args: RunCommandArgs) -> AuthorizedCommand:
     if prog == "find" and any(a in ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint") for a in argv):
         raise PermissionDenied("find may only search here (-exec, -delete and -fprint are refused).",
                                hint="use find to locate files, then act on them with separate calls")
-    replayed = Path(prog).name not in INSPECTION_TOOLS
-    if replayed:
-        paths.refuse_records(ctx, cwd, ".")
+    if Path(prog).name not in INSPECTION_TOOLS:  # a step the clean rebuild replays
+        paths.refuse_records(ctx, cwd, argv[1:])
     for arg in argv[1:]:
         for cand in path_candidates(arg):
             if cand in ALWAYS_ALLOWED:
                 continue
             paths.resolve(ctx, cand, cwd=cwd, roots=roots, must_exist=False)
-        if replayed:
-            paths.refuse_records(ctx, cwd, arg)
         if not arg.startswith("-") and "=" not in arg and os.path.lexists(cwd / arg):
             paths.resolve(ctx, arg, cwd=cwd, roots=roots)  # catches symlinks out of the workspace and credentials
     return AuthorizedCommand(argv=argv, cwd=cwd, env=_authorize_env(ctx, args.env, cwd))

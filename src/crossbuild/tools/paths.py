@@ -168,18 +168,23 @@ def make_folder(ctx: RunContext, real: Path) -> str | None:
 _ONLY_HERE = re.compile(r"^(logs|pristine|rebuild|native|commands\.jsonl|dep-[^/]*|deps-[^/]*)(/|$)")
 
 
-def refuse_records(ctx: RunContext, cwd: Path, arg: str) -> None:
-    """Refuse a build step (run in CWD) whose argument ARG names crossbuild's records in .xbuild/ (as a path, a
-    `-DVAR=path` value or a glued `-Ipath`), or that runs in them: the clean rebuild replays every successful step
-    in a fresh workspace where they do not exist, and the session's record could never verify."""
-    values = [arg, arg.partition("=")[2], arg[2:] if arg[:2] in ("-I", "-L") else ""]
-    for where in [cwd, *(Path(os.path.normpath(cwd / v)) for v in values if v and not v.startswith("-"))]:
-        try:
-            rel = where.relative_to(ctx.xbuild).as_posix()
-        except ValueError:
-            continue
-        if _ONLY_HERE.match(rel):
-            _refuse_only_here(arg if where != cwd else f"cwd {os.path.relpath(cwd, ctx.root)}")
+def refuse_records(ctx: RunContext, cwd: Path, args: list[str]) -> None:
+    """Refuse a build step run in CWD, or one of whose ARGS names crossbuild's records in .xbuild/ (as a path, a
+    `-DVAR=path` value or a glued `-Ipath`): the clean rebuild replays every successful step in a fresh workspace
+    where they do not exist, and the session's record could never verify."""
+    if _only_here(ctx, cwd):
+        _refuse_only_here(f"cwd {os.path.relpath(cwd, ctx.root)}")
+    for arg in args:
+        values = [arg, arg.partition("=")[2], arg[2:] if arg[:2] in ("-I", "-L") else ""]
+        if any(_only_here(ctx, Path(os.path.normpath(cwd / v))) for v in values if v and not v.startswith("-")):
+            _refuse_only_here(arg)
+
+
+def _only_here(ctx: RunContext, where: Path) -> bool:
+    try:
+        return _ONLY_HERE.match(where.relative_to(ctx.xbuild).as_posix()) is not None
+    except ValueError:
+        return False
 
 
 def _refuse_only_here(shown: str) -> None:
