@@ -17,7 +17,8 @@ def test_targets_json_lists_required_targets():
     assert r.returncode == 0
     names = [t["name"] for t in json.loads(r.stdout)]
     for n in ("aarch64-linux-musl", "aarch64-linux-gnu", "x86_64-linux-musl", "riscv64-linux-musl",
-              "arm-linux-musleabihf", "x86_64-windows-gnu"):
+              "arm-linux-musleabihf", "x86_64-windows-gnu", "aarch64-macos", "x86_64-macos", "aarch64-freebsd",
+              "x86_64-freebsd"):
         assert n in names
 
 
@@ -70,13 +71,16 @@ def test_quick_refuses_broken_sources(tmp_path):
                                               ("x86_64-windows-gnu", "IMAGE_FILE_MACHINE_AMD64"))
       for system in ("cmake", "meson", "autotools")),
     ("arm-linux-musleabihf", "cmake", "EM_ARM"),
+    *(("aarch64-macos", system, "arm64") for system in ("cmake", "meson", "autotools")),
+    ("x86_64-freebsd", "cmake", "EM_X86_64"), ("aarch64-freebsd", "autotools", "EM_AARCH64"),
 ])
 def test_quick_builds_and_verifies_example(tmp_path, target, system, expect_machine):
     src = tmp_path / "libcalc"
     shutil.copytree(EXAMPLE, src)
-    windows = target.endswith("windows-gnu")  # its programs cannot run here: `built` is accepted by name
+    # Windows, macOS and FreeBSD programs cannot run here: `built` is accepted by name
+    scan_only = target.endswith(("windows-gnu", "macos", "freebsd"))
     r = cb("quick", str(src), "-t", target, "--system", system, "-w", str(tmp_path / "ws"), "--json",
-           *(["--require", "built"] if windows else []))
+           *(["--require", "built"] if scan_only else []))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     report = json.loads(r.stdout[r.stdout.index("\n{") + 1:] if not r.stdout.startswith("{") else r.stdout)
     assert report["ok"] and report["sandbox"] == "bubblewrap"
@@ -84,13 +88,14 @@ def test_quick_builds_and_verifies_example(tmp_path, target, system, expect_mach
     programs = [a for a in report["artifacts"] if a["kind"] == "executable"]
     assert programs and all(a["machine"] == expect_machine for a in programs)
     # the project's own harness ran its test (Meson names it `project:test`); Windows programs run nowhere here
-    assert report["harness"] == (None if windows else {"cmake": "ctest", "meson": "meson test",
+    assert report["harness"] == (None if scan_only else {"cmake": "ctest", "meson": "meson test",
                                                        "autotools": "make check"}[system])
     runs = {Path(r_["path"].split(":")[-1]).name: r_ for r_ in report["smoke_runs"]}
     test_prog = runs.get("test_calc") or runs.get("test_calc.exe")
     assert test_prog is not None, runs
-    if windows:
-        assert test_prog["skipped"].startswith("Windows executables are scanned only")
+    if scan_only:
+        assert test_prog["skipped"].startswith(("Windows executables are scanned only",
+                                                "macOS programs are scanned only", "FreeBSD programs are scanned only"))
         # nothing ran on the target: the verdict says so, and why it is no higher
         assert report["proof"] == "built" and "could run here" in report["proof_why"]
     else:

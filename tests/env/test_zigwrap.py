@@ -438,3 +438,36 @@ def test_real_preprocessor_defines_passed_through_wp_compile(aarch64, tmp_path):
                          "f.o"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert elf_of(tmp_path / "f.o").header["e_machine"] == "EM_AARCH64"
+
+
+@pytest.mark.parametrize("given", [["-Wl,-soname,libx.so.1"], ["-Wl,-soname", "-Wl,libx.so.1"],
+                                   ["-Wl,--soname=sub/libx.so.1"], ["-Xlinker", "-soname", "-Xlinker", "libx.so.1"],
+                                   ["-Wl,-h,libx.so.1"]])
+def test_a_gnu_soname_becomes_a_macos_install_name_under_rpath(given):
+    """zig's Mach-O linker ignores -soname and records the output's path as the install name (libtool's
+    `.libs/libx.1.dylib`, relative to the build folder): the name the GNU way gives becomes @rpath/NAME."""
+    macos = dict(zig_target="aarch64-macos.11.0", binary_format="macho")
+    joined = " ".join(cmd(["-shared", "x.o", "-o", "libx.dylib", *given], **macos))
+    assert "-soname" not in joined and "@rpath/libx.so.1" in joined and "-install_name" in joined
+    assert "-Wl,-soname,libx.so.1" in cmd(["-shared", "x.o", "-Wl,-soname,libx.so.1"])  # ELF keeps it
+
+
+@pytest.mark.slow
+def test_real_a_libtool_style_macos_library_is_named_under_rpath(make_toolchain, tmp_path):
+    from crossbuild.proof.macho import describe_macho
+
+    macos = make_toolchain("aarch64-macos")
+    src(tmp_path, "a.c", "int a(void){return 1;}\n")
+    src(tmp_path, "m.c", "int a(void);\nint main(void){return a();}\n")
+    (tmp_path / ".libs").mkdir()
+    cc = str(macos.tool("zcc"))
+    r = run_in(macos, [cc, "-shared", "-fPIC", "a.c", "-Wl,-soname", "-Wl,liba.1.dylib", "-o", ".libs/liba.1.dylib"],
+               tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_in(macos, [cc, "m.c", ".libs/liba.1.dylib", "-o", "m"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / ".libs/liba.1.dylib", "rb") as f:
+        assert describe_macho(f, "liba").install_name == "@rpath/liba.1.dylib"
+    with open(tmp_path / "m", "rb") as f:
+        program = describe_macho(f, "m")
+    assert "@rpath/liba.1.dylib" in program.needed and program.min_os == "11.0", program

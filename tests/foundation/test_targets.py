@@ -84,3 +84,27 @@ def test_a_name_without_its_c_library_lists_the_choices(typed, choices):
     with pytest.raises(UnknownTargetError, match="names a machine, not its C library") as e:
         parse_target(typed)
     assert all(c in str(e.value) for c in choices)
+
+
+def test_macos_and_freebsd_targets_and_their_foreign_names():
+    for name, alias, fmt, machine in (("aarch64-macos", "aarch64-apple-darwin", "macho", "arm64"),
+                                      ("x86_64-macos", "x86_64-apple-darwin", "macho", "x86_64"),
+                                      ("aarch64-freebsd", "aarch64-unknown-freebsd", "elf", "EM_AARCH64"),
+                                      ("x86_64-freebsd", "x86_64-unknown-freebsd", "elf", "EM_X86_64")):
+        t = parse_target(alias)
+        assert (t.name, t.binary_format, t.machine, t.qemu) == (name, fmt, machine, None)
+    mac = parse_target("arm64-apple-darwin")
+    assert (mac.zig_target, mac.cmake_system_name, mac.meson_system, mac.dynamic_loader) == (
+        "aarch64-macos.11.0", "Darwin", "darwin", "/usr/lib/dyld")
+    bsd = parse_target("x86_64-freebsd")
+    assert (bsd.zig_target, bsd.autotools_host, bsd.dynamic_loader, bsd.libc) == (
+        "x86_64-freebsd", "x86_64-unknown-freebsd14.0", "/libexec/ld-elf.so.1", "freebsd")
+
+
+def test_a_macos_target_takes_its_oldest_release():
+    t = parse_target("aarch64-apple-darwin.13.0")
+    assert (t.name, t.zig_target, t.min_os) == ("aarch64-macos.13.0", "aarch64-macos.13.0", (13, 0))
+    for bad, says in (("aarch64-macos.10.15", "outside what crossbuild targets"),
+                      ("x86_64-freebsd.13.0", "unknown target"), ("aarch64-linux-musl.13.0", "only applies to glibc")):
+        with pytest.raises(UnknownTargetError, match=says):
+            parse_target(bad)

@@ -127,7 +127,8 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
             a.get("linkage"), a.get("interpreter"), a.get("float_abi") and f"{a['float_abi']}-float",
             a.get("max_glibc") and f"GLIBC_{a['max_glibc']}",
             a.get("members") is not None and f"{a['members']} members",
-            a.get("subsystem"),
+            a.get("subsystem"), a.get("min_os") and f"macOS {a['min_os']}+",
+            a.get("install_name") and f"install name {a['install_name']}",
         ]))
         mark = "[green]yes[/]" if a["ok"] else "[red]NO[/] " + "; ".join(a.get("problems", []))
         table.add_row(a["path"], a["kind"], a["format"], str(a.get("machine")), details, mark)

@@ -179,8 +179,9 @@ class Toolchain:
 
     @property
     def emulator(self) -> Path | None:
-        """`.xbuild/bin/target-run PROGRAM ARGS`: runs a target program under qemu (None for Windows)."""
-        return None if self.target.is_windows else self.bindir / "target-run"
+        """`.xbuild/bin/target-run PROGRAM ARGS`: runs a target program under qemu (None where qemu
+        cannot run the target's programs: Windows, macOS, FreeBSD)."""
+        return None if self.target.qemu is None else self.bindir / "target-run"
 
     def tool(self, name: str) -> Path:
         return self.bindir / name
@@ -434,8 +435,9 @@ class Toolchain:
 
 def qemu_sysroot(target: Target) -> Path | None:
     """Where qemu finds the target's dynamic loader and libc (-L): Debian's cross libc for glibc targets,
-    crossbuild's cached musl loader for musl targets (None for Windows). The folder may not exist yet."""
-    if target.is_windows:
+    crossbuild's cached musl loader for musl targets (None for targets qemu-user cannot run: Windows, macOS,
+    FreeBSD). The folder may not exist yet."""
+    if target.qemu is None:
         return None
     if target.libc == "glibc":
         return Path("/usr") / target.gnu_triple

@@ -62,6 +62,8 @@ class Plan:
     error: str | None = None  # the call cannot be translated: print this and exit 2
     linker_state: dict[str, str] = field(default_factory=dict)  # the positional linker switches now in force
     linker_stack: list[dict[str, str]] = field(default_factory=list)  # saved by --push-state
+    macho: bool = False  # linking for macOS: GNU linker switches are translated to Apple's
+    soname_pending: bool = False  # a Mach-O link's `-Wl,-soname` whose name comes in the next -Wl argument
 
 
 def _is_object_file(path: str) -> bool:
@@ -116,7 +118,7 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
     one that needs it (NEEDS_RUNTIME), link that shared runtime instead of zig's static one. PROGRAM_LOADER
     ($CROSSBUILD_PROGRAM_LOADER, the build-machine check's): dynamic programs name that loader, and its folder as
     their run path, so a script can start them on this machine."""
-    plan = Plan()
+    plan = Plan(macho=binary_format == "macho")
 
     # Queries some configure scripts and libtool make; answer them like a non-multilib gcc would.
     for arg in args:
@@ -375,6 +377,18 @@ def _filter_linker_flags(items: list[str], plan: Plan) -> list[str]:
         if skip_next:
             skip_next = False
             continue
+        if plan.macho and (plan.soname_pending or item in _SONAME or item.startswith(_SONAME_IS)):
+            # a shared library's name as a GNU link gives it (libtool, when zld answers as lld, and hand-written
+            # Makefiles) becomes its Mach-O install name under @rpath, which is what zig's linker records: it
+            # ignores -soname and would record the output's path (`.libs/libfoo.1.dylib`), relative to the build
+            name = item if plan.soname_pending else item.split("=", 1)[1] if "=" in item else None
+            if name is None and j + 1 < len(items):
+                name, skip_next = items[j + 1], True
+            plan.soname_pending = name is None
+            if name is not None:
+                kept += ["-install_name", "@rpath/" + os.path.basename(name)]
+                plan.notes.append(f"-soname {name} -> -install_name @rpath/{os.path.basename(name)}")
+            continue
         if item in ("-rpath-link", "--rpath-link"):
             plan.notes.append(f"dropped -Wl,{item}")
             skip_next = j + 1 < len(items)
@@ -399,6 +413,9 @@ def _filter_linker_flags(items: list[str], plan: Plan) -> list[str]:
         kept.append(item)
     return kept
 
+
+_SONAME = ("-soname", "--soname", "-h")
+_SONAME_IS = ("-soname=", "--soname=")
 
 # positional linker switches --push-state saves: (zig's default, the other setting)
 _STATE_SWITCHES = {"as-needed": ("--no-as-needed", "--as-needed"), "static": ("-Bdynamic", "-Bstatic"),

@@ -25,6 +25,7 @@ from typing import Any
 
 from crossbuild import __version__
 from crossbuild.evaluation import run_record
+from crossbuild.evaluation.artifact_names import linux_style_names
 from crossbuild.evaluation.corpus import Project, fetch
 from crossbuild.foundation.targets import Target, parse_target
 from crossbuild.proof.binary_formats import LINKED_KINDS
@@ -175,8 +176,7 @@ def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path
 
         names |= {Path(a.path).name for a in scan_tree(install).artifacts if not check_artifact(a, target)
                   and a.kind in ("executable", "shared_library", "static_library")}
-    if target.is_windows:
-        names = {alias for n in names for alias in windows_aliases(n)}
+    names = {alias for n in names for alias in linux_style_names(n, target)}
     expected = all(any(fnmatch.fnmatchcase(n, alt) for n in names for alt in pattern.split("|"))
                    for pattern in project.expected)
     functional = None  # no check, or a target whose programs cannot run here (Windows: scan only)
@@ -190,21 +190,6 @@ def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path
         "functional": functional,
         "rebuild": bool((report.get("rebuild") or {}).get("ok")),
     }
-
-
-def windows_aliases(name: str) -> set[str]:
-    """A Windows artifact's name as the corpus's Linux-style globs name it: `brotli.exe` is `brotli`, a DLL
-    (`libz.dll`, `zlib1.dll`, MinGW's `libbrotlienc.dll`) is `lib<name>.so`, an MSVC-style `z.lib` is `libz.a`."""
-    aliases = {name}
-    stem, _, ext = name.rpartition(".")
-    if ext.lower() == "exe":
-        aliases.add(stem)
-    elif ext.lower() == "dll":
-        bare = stem.removeprefix("lib").rstrip("0123456789-")
-        aliases |= {f"{stem}.so", f"lib{bare}.so"}
-    elif ext.lower() == "lib":
-        aliases.add(f"lib{stem.removeprefix('lib')}.a")
-    return aliases
 
 
 def _functional(project: Project, ws: Path, outcome: dict[str, Any]) -> bool:

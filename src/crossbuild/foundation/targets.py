@@ -19,12 +19,13 @@ class UnknownTargetError(ValueError):
 class Target:
     name: str  # canonical, as the user types it: "aarch64-linux-gnu.2.28"
     arch: str  # zig/LLVM arch name: aarch64, riscv64, arm, x86_64
-    os: str  # linux | windows
-    abi: str  # musl | gnu | musleabihf | gnueabihf
-    binary_format: str  # elf | pe
+    os: str  # linux | windows | macos | freebsd
+    abi: str  # musl | gnu | musleabihf | gnueabihf | none (macOS and FreeBSD: one C library each)
+    binary_format: str  # elf | pe | macho
     bits: int  # 32 | 64
     endian: str  # little | big
-    # ELF e_machine as pyelftools names it (EM_AARCH64 ...), or the PE machine name (IMAGE_FILE_MACHINE_AMD64)
+    # ELF e_machine as pyelftools names it (EM_AARCH64 ...), the PE machine name (IMAGE_FILE_MACHINE_AMD64) or the
+    # Mach-O CPU type (arm64, x86_64)
     machine: str
     float_abi: str | None  # "hard" | "soft" where the ABI distinguishes them (32-bit ARM), else None
     qemu: str | None  # qemu-user binary that runs this target's Linux programs
@@ -36,28 +37,36 @@ class Target:
     autotools_host: str
     debian_arch: str  # Debian's name for the architecture (cross libc packages: libc6-<arch>-cross)
     glibc_version: tuple[int, int] | None = None  # only for versioned gnu targets
+    # macOS: the oldest release its programs run on (zig's own default is the newest it knows)
+    min_os: tuple[int, int] | None = None
 
     @property
     def zig_target(self) -> str:
-        base = f"{self.arch}-{self.os}-{self.abi}"
-        if self.glibc_version:
-            return f"{base}.{self.glibc_version[0]}.{self.glibc_version[1]}"
-        return base
+        base = f"{self.arch}-{self.os}" + ("" if self.abi == "none" else f"-{self.abi}")
+        version = self.glibc_version or self.min_os
+        return f"{base}.{version[0]}.{version[1]}" if version else base
 
     @property
     def is_windows(self) -> bool:
         return self.os == "windows"
 
     @property
+    def is_linux(self) -> bool:
+        return self.os == "linux"
+
+    @property
     def libc(self) -> str:
-        """musl, glibc or mingw (what links the programs)."""
+        """musl, glibc, mingw, freebsd (FreeBSD's libc.so.7) or libsystem (macOS): what links the programs."""
         if self.is_windows:
             return "mingw"
+        if not self.is_linux:
+            return {"macos": "libsystem", "freebsd": "freebsd"}[self.os]
         return "musl" if self.abi.startswith("musl") else "glibc"
 
     @property
     def dynamic_loader(self) -> str | None:
-        """The PT_INTERP a correctly built dynamic executable for this target asks for."""
+        """The program interpreter a correctly built dynamic executable for this target asks for (ELF's PT_INTERP,
+        Mach-O's LC_LOAD_DYLINKER); None for Windows."""
         if self.is_windows:
             return None
         return _LOADERS[(self.arch, self.libc)]
@@ -79,16 +88,19 @@ class Target:
         return {
             "name": self.name,
             "zig": self.zig_target,
-            "format": f"{self.binary_format.upper()}{self.bits} {self.endian}",
+            "format": f"{_FORMAT_NAMES[self.binary_format]}{self.bits} {self.endian}",
             "machine": self.machine,
             "float_abi": self.float_abi or "-",
-            "libc": self.libc + (f" {self.glibc_version[0]}.{self.glibc_version[1]}" if self.glibc_version else ""),
+            "libc": self.libc + (f" {self.glibc_version[0]}.{self.glibc_version[1]}" if self.glibc_version else "")
+            + (f" (macOS {self.min_os[0]}.{self.min_os[1]} and later)" if self.min_os else ""),
             "qemu": self.qemu or "-",
             "cmake": f"{self.cmake_system_name}/{self.cmake_system_processor}",
             "meson": f"{self.meson_cpu_family}/{self.meson_cpu}/{self.meson_system}",
             "host_triple": self.autotools_host,
         }
 
+
+_FORMAT_NAMES = {"elf": "ELF", "pe": "PE", "macho": "Mach-O "}
 
 _LOADERS = {
     ("aarch64", "musl"): "/lib/ld-musl-aarch64.so.1",
@@ -99,6 +111,10 @@ _LOADERS = {
     ("riscv64", "glibc"): "/lib/ld-linux-riscv64-lp64d.so.1",
     ("arm", "musl"): "/lib/ld-musl-armhf.so.1",
     ("arm", "glibc"): "/lib/ld-linux-armhf.so.3",
+    ("aarch64", "freebsd"): "/libexec/ld-elf.so.1",
+    ("x86_64", "freebsd"): "/libexec/ld-elf.so.1",
+    ("aarch64", "libsystem"): "/usr/lib/dyld",
+    ("x86_64", "libsystem"): "/usr/lib/dyld",
 }
 
 _GNU_TRIPLES = {
@@ -129,6 +145,25 @@ def _linux(arch: str, abi: str, **kw) -> Target:
     return Target(**fields)
 
 
+def _format_only(arch: str, os: str) -> Target:
+    """A target whose programs cannot run on this machine (no emulator for its system calls): its builds are
+    proven from their bytes, at the `built` level."""
+    cmake = {"macos": "Darwin", "freebsd": "FreeBSD"}[os]
+    host = {"macos": f"{arch}-apple-darwin", "freebsd": f"{arch}-unknown-freebsd14.0"}[os]
+    if os == "macos":
+        machine, binary_format = {"aarch64": "arm64", "x86_64": "x86_64"}[arch], "macho"
+    else:
+        machine, binary_format = {"aarch64": "EM_AARCH64", "x86_64": "EM_X86_64"}[arch], "elf"
+    return Target(
+        name=f"{arch}-{os}", arch=arch, os=os, abi="none", binary_format=binary_format, bits=64, endian="little",
+        machine=machine, float_abi=None, qemu=None, cmake_system_name=cmake,
+        cmake_system_processor={"aarch64": "arm64" if os == "macos" else "aarch64", "x86_64": "x86_64"}[arch],
+        meson_cpu_family=arch, meson_cpu=arch, meson_system={"macos": "darwin", "freebsd": "freebsd"}[os],
+        autotools_host=host, debian_arch={"aarch64": "arm64", "x86_64": "amd64"}[arch],
+        min_os=(11, 0) if os == "macos" else None,  # Big Sur: the first arm64 release, zig's oldest supported
+    )
+
+
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in [
@@ -146,6 +181,10 @@ TARGETS: dict[str, Target] = {
             cmake_system_name="Windows", cmake_system_processor="AMD64", meson_cpu_family="x86_64",
             meson_cpu="x86_64", meson_system="windows", autotools_host="x86_64-w64-mingw32", debian_arch="amd64",
         ),
+        _format_only("aarch64", "macos"),
+        _format_only("x86_64", "macos"),
+        _format_only("aarch64", "freebsd"),
+        _format_only("x86_64", "freebsd"),
     ]
 }
 
@@ -168,6 +207,19 @@ ALIASES = {
     "armv7-unknown-linux-gnueabihf": "arm-linux-gnueabihf",
     "armv7-unknown-linux-musleabihf": "arm-linux-musleabihf",
     "x86_64-pc-windows-gnu": "x86_64-windows-gnu",
+    "aarch64-apple-darwin": "aarch64-macos",
+    "x86_64-apple-darwin": "x86_64-macos",
+    "aarch64-unknown-freebsd": "aarch64-freebsd",
+    "x86_64-unknown-freebsd": "x86_64-freebsd",
+    # zig's and clang's spellings
+    "arm64-macos": "aarch64-macos",
+    "arm64-apple-darwin": "aarch64-macos",
+    "aarch64-macos-none": "aarch64-macos",
+    "x86_64-macos-none": "x86_64-macos",
+    "aarch64-freebsd-none": "aarch64-freebsd",
+    "x86_64-freebsd-none": "x86_64-freebsd",
+    "amd64-freebsd": "x86_64-freebsd",
+    "arm64-freebsd": "aarch64-freebsd",
     # Debian's architecture names, whose libc Debian fixes: `arm64` is glibc, `musl-linux-arm64` is musl
     "arm64": "aarch64-linux-gnu",
     "amd64": "x86_64-linux-gnu",
@@ -194,6 +246,9 @@ def aliases_of(name: str) -> list[str]:
 # zig ships glibc stubs from 2.17 on; Debian 12 itself has 2.36.
 _GLIBC_MIN = (2, 17)
 _GLIBC_MAX = (2, 41)
+# macOS: Big Sur (the first arm64 release) to the 2026 release; a suffix sets the oldest release programs run on
+_MACOS_MIN, _MACOS_MAX = (11, 0), 27
+_MACOS_SUFFIX = re.compile(r"^(?P<base>.+-(?:macos|darwin))\.(?P<major>\d+)\.(?P<minor>\d+)$")
 _GLIBC_SUFFIX = re.compile(r"^(?P<base>.+-gnu(?:eabihf)?)\.(?P<major>\d+)\.(?P<minor>\d+)$")
 
 
@@ -220,6 +275,16 @@ def parse_target(name: str) -> Target:
                 f"({_GLIBC_MIN[0]}.{_GLIBC_MIN[1]}–{_GLIBC_MAX[0]}.{_GLIBC_MAX[1]}); try {base}.2.28"
             )
         return replace(TARGETS[base], name=f"{base}.{version[0]}.{version[1]}", glibc_version=version)
+    m = _MACOS_SUFFIX.match(text)
+    if m:
+        base = ALIASES.get(m["base"], m["base"])
+        version = (int(m["major"]), int(m["minor"]))
+        if base not in TARGETS or TARGETS[base].os != "macos":
+            raise UnknownTargetError(_unknown_message(name))
+        if not (_MACOS_MIN <= version < (_MACOS_MAX + 1, 0)):
+            raise UnknownTargetError(f"macOS {version[0]}.{version[1]} is outside what crossbuild targets "
+                                     f"({_MACOS_MIN[0]}.{_MACOS_MIN[1]} to {_MACOS_MAX}.x); try {base}.13.0")
+        return replace(TARGETS[base], name=f"{base}.{version[0]}.{version[1]}", min_os=version)
     if re.match(r"^.+-(musl|musleabihf)\.\d+\.\d+$", text):
         raise UnknownTargetError(
             f"unknown target {name!r}: a libc version suffix only applies to glibc (-gnu) targets"
@@ -234,5 +299,6 @@ def _unknown_message(name: str) -> str:
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
     return (
         f"unknown target {name!r}.{hint} Known targets: {', '.join(TARGETS)} "
-        "(glibc targets also take a version, e.g. aarch64-linux-gnu.2.28). See `crossbuild targets`."
+        "(glibc targets also take a version, e.g. aarch64-linux-gnu.2.28, and macOS targets their oldest "
+        "release, e.g. aarch64-macos.13.0). See `crossbuild targets`."
     )

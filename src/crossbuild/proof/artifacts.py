@@ -28,11 +28,11 @@ from crossbuild.proof.binary_formats import (
     Artifact,
     describe_coff,
     describe_elf,
-    describe_macho,
     describe_pe,
     iter_ar_members,
     sniff,
 )
+from crossbuild.proof.macho import describe_macho
 from crossbuild.proof.probes import ProbeRecords
 
 MAX_SCAN_SECONDS = 600.0
@@ -140,7 +140,7 @@ def describe_file(f, rel: str, fmt: str, *, root: Path) -> list[Artifact]:
         if fmt == "pe":
             return [describe_pe(f, rel)]
         if fmt == "macho":
-            return [describe_macho(f.read(4096), rel)]
+            return [describe_macho(f, rel)]
         if fmt == "coff":
             return [describe_coff(f.read(20), rel)]
     except (ELFError, pefile.PEFormatError, struct.error, OSError, ValueError) as e:
@@ -178,6 +178,11 @@ def describe_archive(f, rel: str, thin: bool, *, root: Path) -> list[Artifact]:
                 m = Artifact(path=member_rel, format="elf", kind="object", problems=[f"unreadable ELF: {e}"])
         elif fmt == "coff":
             m = describe_coff(blob[:20], member_rel)
+        elif fmt == "macho":
+            try:
+                m = describe_macho(io.BytesIO(blob), member_rel)
+            except (struct.error, ValueError) as e:
+                m = Artifact(path=member_rel, format="macho", kind="object", problems=[f"unreadable Mach-O: {e}"])
         elif blob[:4] == b"\x00\x00\xff\xff":  # short import object of a Windows import library
             machine = struct.unpack("<H", blob[6:8])[0]
             m = Artifact(path=member_rel, format="coff", kind="import_object",
@@ -196,8 +201,9 @@ def describe_archive(f, rel: str, thin: bool, *, root: Path) -> list[Artifact]:
     return out
 
 
-def check_artifact(a: Artifact, target: Target) -> list[str]:
-    """Why this artifact does not belong to `target` (empty when it fits)."""
+def check_artifact(a: Artifact, target: Target, *, workspace: Path | None = None) -> list[str]:
+    """Why this artifact does not belong to `target` (empty when it fits). WORKSPACE: where the build ran; a
+    Mach-O file that loads a library by a path in its build folders (all but install/) names nothing on a Mac."""
     problems = list(a.problems)
     if a.kind == "static_library":
         if a.members == 0:
@@ -206,35 +212,79 @@ def check_artifact(a: Artifact, target: Target) -> list[str]:
     if a.format in ("ar", "thin-ar"):
         return problems
     if target.binary_format == "elf":
-        if a.format != "elf":
-            problems.append(f"{a.format.upper()} file, expected ELF for {target.name}")
-            return problems
-        if a.machine != target.machine:
-            problems.append(f"machine {a.machine}, expected {target.machine}")
-        if a.bits != target.bits:
-            problems.append(f"ELF{a.bits}, expected ELF{target.bits}")
-        if a.endian != target.endian:
-            problems.append(f"{a.endian}-endian, expected {target.endian}")
-        if a.os_abi not in ("ELFOSABI_SYSV", "ELFOSABI_LINUX", "ELFOSABI_GNU"):
-            problems.append(f"OS/ABI {a.os_abi}, expected SYSV/Linux")
-        if target.float_abi and a.float_abi and a.float_abi != target.float_abi:
-            problems.append(f"{a.float_abi}-float ABI, expected {target.float_abi}-float")
-        if a.kind == "executable" and a.interpreter:
-            if a.libc and a.libc != target.libc:
-                problems.append(f"links {a.libc} (interpreter {a.interpreter}), expected {target.libc}")
-            elif a.libc is None:
-                problems.append(f"unexpected interpreter {a.interpreter}")
-        if target.glibc_version and a.max_glibc:
-            need = tuple(int(x) for x in a.max_glibc.split("."))
-            if need > target.glibc_version:
-                have = ".".join(map(str, target.glibc_version))
-                problems.append(f"needs GLIBC_{a.max_glibc}, newer than the target's glibc {have}")
-    else:
-        if a.format not in ("pe", "coff"):
-            problems.append(f"{a.format.upper()} file, expected PE/COFF for {target.name}")
-        elif a.machine != target.machine:
-            problems.append(f"machine {a.machine}, expected {target.machine}")
+        _check_elf(a, target, problems)
+    elif target.binary_format == "macho":
+        _check_macho(a, target, problems, workspace)
+    elif a.format not in ("pe", "coff"):
+        problems.append(f"{a.format.upper()} file, expected PE/COFF for {target.name}")
+    elif a.machine != target.machine:
+        problems.append(f"machine {a.machine}, expected {target.machine}")
     return problems
+
+
+_ELF_OS_ABIS = {"linux": ("ELFOSABI_SYSV", "ELFOSABI_LINUX", "ELFOSABI_GNU"),
+                "freebsd": ("ELFOSABI_SYSV", "ELFOSABI_FREEBSD")}
+_SYSTEM_NAMES = {"linux": "Linux", "freebsd": "FreeBSD"}
+
+
+def _check_elf(a: Artifact, target: Target, problems: list[str]) -> None:
+    if a.format != "elf":
+        problems.append(f"{a.format.upper()} file, expected ELF for {target.name}")
+        return
+    if a.machine != target.machine:
+        problems.append(f"machine {a.machine}, expected {target.machine}")
+    if a.bits != target.bits:
+        problems.append(f"ELF{a.bits}, expected ELF{target.bits}")
+    if a.endian != target.endian:
+        problems.append(f"{a.endian}-endian, expected {target.endian}")
+    system = _SYSTEM_NAMES[target.os]
+    if a.os_abi not in _ELF_OS_ABIS[target.os]:
+        problems.append(f"OS/ABI {a.os_abi}, expected SYSV/{system}")
+    if a.system and a.system != target.os:
+        problems.append(f"built for {_SYSTEM_NAMES[a.system]} (its loader, libc or ABI note), expected {system}")
+    elif target.os == "freebsd" and a.kind == "executable" and not a.system:
+        problems.append("no FreeBSD mark (ABI note, /libexec/ld-elf.so.1 or libc.so.7): not linked for FreeBSD")
+    if target.float_abi and a.float_abi and a.float_abi != target.float_abi:
+        problems.append(f"{a.float_abi}-float ABI, expected {target.float_abi}-float")
+    if a.kind == "executable" and a.interpreter:
+        if a.libc and a.libc != target.libc:
+            problems.append(f"links {a.libc} (interpreter {a.interpreter}), expected {target.libc}")
+        elif a.libc is None:
+            problems.append(f"unexpected interpreter {a.interpreter}")
+    if target.glibc_version and a.max_glibc:
+        if _version(a.max_glibc) > target.glibc_version:
+            have = ".".join(map(str, target.glibc_version))
+            problems.append(f"needs GLIBC_{a.max_glibc}, newer than the target's glibc {have}")
+
+
+def _check_macho(a: Artifact, target: Target, problems: list[str], workspace: Path | None) -> None:
+    if a.format != "macho":
+        problems.append(f"{a.format.upper()} file, expected Mach-O for {target.name}")
+        return
+    if a.machine != target.machine:
+        problems.append(f"CPU {a.machine}, expected {target.machine}")
+    if a.os_abi and a.os_abi != "macos":
+        problems.append(f"built for {a.os_abi}, expected macos")
+    elif not a.os_abi and a.kind in ("executable", "shared_library"):
+        problems.append("no platform or minimum macOS version (LC_BUILD_VERSION)")
+    if a.min_os and target.min_os and _version(a.min_os) > target.min_os:
+        have = ".".join(map(str, target.min_os))
+        problems.append(f"needs macOS {a.min_os}, newer than the target's {have}")
+    if a.kind == "executable" and a.interpreter != target.dynamic_loader:
+        problems.append(f"dynamic linker {a.interpreter or 'none'}, expected {target.dynamic_loader}")
+    if workspace is not None:
+        inside = [p for p in ([a.install_name] if a.install_name else []) + a.needed
+                  if _below(p, workspace) and not _below(p, workspace / "install")]
+        problems += [f"{'install name' if p == a.install_name else 'loads'} {p}: a path in the build folder, "
+                     "which names nothing on a Mac (@rpath/ is the usual name)" for p in inside]
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(".") if x.isdigit())
+
+
+def _below(path: str, folder: Path) -> bool:
+    return path == str(folder) or path.startswith(f"{folder}/")
 
 
 def matches_any(rel: str, patterns: list[str]) -> bool:

@@ -1,6 +1,6 @@
-"""Read one binary's bytes: recognise its format from the magic, and describe an ELF, PE, COFF or Mach-O file or
-an ar archive's members as an `Artifact` (machine, bits, linkage, interpreter, float ABI, ...). Parsing only; which
-files to read and whether an artifact fits a target is `artifacts`' job."""
+"""Read one binary's bytes: recognise its format from the magic, and describe an ELF, PE or COFF file or an ar
+archive's members as an `Artifact` (machine, bits, linkage, interpreter, float ABI, ...); Mach-O is `macho`'s.
+Parsing only; which files to read and whether an artifact fits a target is `artifacts`' job."""
 
 from __future__ import annotations
 
@@ -16,12 +16,11 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.enums import ENUM_E_MACHINE, ENUM_EI_OSABI
 from elftools.elf.gnuversions import GNUVerNeedSection
-from elftools.elf.sections import ARMAttributesSection
+from elftools.elf.sections import ARMAttributesSection, NoteSection
 
 MAX_ARCHIVE_BYTES = 2 << 30  # archives and PE files are read whole; a larger one is reported, not read
 PE_MACHINES = {0x8664: "IMAGE_FILE_MACHINE_AMD64", 0x14C: "IMAGE_FILE_MACHINE_I386",
                0xAA64: "IMAGE_FILE_MACHINE_ARM64", 0x1C4: "IMAGE_FILE_MACHINE_ARMNT"}
-_MACHO_CPU = {7: "x86", 0x01000007: "x86_64", 12: "arm", 0x0100000C: "arm64"}
 _E_MACHINE_NAMES = {v: k for k, v in ENUM_E_MACHINE.items() if isinstance(v, int)}
 _EI_OSABI_NAMES = {v: k for k, v in ENUM_EI_OSABI.items() if isinstance(v, int)}
 # What a build delivers; objects and archive members are intermediate.
@@ -41,11 +40,15 @@ class Artifact:
     os_abi: str | None = None
     linkage: str | None = None  # static | dynamic | static-pie (executables)
     interpreter: str | None = None
-    libc: str | None = None  # musl | glibc (from the interpreter), for dynamic ELF executables
+    libc: str | None = None  # musl | glibc | freebsd | libsystem (from the interpreter), for dynamic executables
     float_abi: str | None = None  # hard | soft (32-bit ARM)
     code: bool | None = None  # executables and libraries: an executable segment with bytes in the file
     max_glibc: str | None = None  # highest GLIBC_x.y symbol version required
     needed: list[str] = field(default_factory=list)
+    min_os: str | None = None  # Mach-O: the minimum OS version it was built for
+    install_name: str | None = None  # Mach-O shared library: the path programs that link it record
+    rpaths: list[str] = field(default_factory=list)  # Mach-O: LC_RPATH entries
+    system: str | None = None  # ELF: linux | freebsd, from the marks a system leaves (notes, interpreter, libc)
     subsystem: str | None = None  # PE: console | gui | ...
     members: int | None = None  # ar: number of object members
     member_of: str | None = None  # an archive member: the archive's path (members are not files of their own)
@@ -124,7 +127,7 @@ def _describe_object_header(head: bytes, rel: str, size: int) -> Artifact | None
     return a
 
 
-def _stream_size(stream) -> int:
+def stream_size(stream) -> int:
     here = stream.tell()
     stream.seek(0, os.SEEK_END)
     size = stream.tell()
@@ -134,7 +137,7 @@ def _stream_size(stream) -> int:
 
 def describe_elf(stream, rel: str) -> Artifact:
     start = stream.tell()
-    size = _stream_size(stream) - start
+    size = stream_size(stream) - start
     quick = _describe_object_header(stream.read(64), rel, size)
     if quick is not None:
         if quick.float_abi == "soft":  # rare in a hard-float build: worth reading its build attributes
@@ -189,16 +192,35 @@ def describe_elf(stream, rel: str) -> Artifact:
             a.problems.append(f"entry point {h['e_entry']:#x} lies outside its executable code")
     if interp:
         a.interpreter = interp
-        a.libc = "musl" if "ld-musl" in interp else "glibc" if "ld-linux" in interp else None
+        a.libc = ("musl" if "ld-musl" in interp else "glibc" if "ld-linux" in interp
+                  else "freebsd" if interp == "/libexec/ld-elf.so.1" else None)
     if h["e_machine"] == "EM_ARM":
         a.float_abi = _arm_float_abi(h["e_flags"], a.kind == "object")
+    versions: list[str] = []
+    note_owners: set[str] = set()
     for sec in elf.iter_sections():
         if isinstance(sec, GNUVerNeedSection):
             versions = [aux.name for _, auxes in sec.iter_versions() for aux in auxes]
             glibc = [v for v in versions if v.startswith("GLIBC_2.")]
             if glibc:
                 a.max_glibc = max(glibc, key=_version_key).removeprefix("GLIBC_")
+        elif isinstance(sec, NoteSection) and sec["sh_size"] <= 1 << 16:
+            note_owners |= {str(n["n_name"]) for n in sec.iter_notes()}
+    a.system = _elf_system(a, versions, note_owners)
     return a
+
+
+def _elf_system(a: Artifact, versions: list[str], note_owners: set[str]) -> str | None:
+    """linux or freebsd, from the marks each system's toolchain leaves in what it links (None: no mark, as a
+    static musl program has none). FreeBSD: its OS/ABI byte, its ABI note (crt1), its loader, libc.so.7 or FBSD_
+    symbol versions; Linux: a musl or glibc loader, GLIBC_ versions, glibc's ABI note, musl's or glibc's libc."""
+    if (a.os_abi == "ELFOSABI_FREEBSD" or "FreeBSD" in note_owners or a.interpreter == "/libexec/ld-elf.so.1"
+            or "libc.so.7" in a.needed or any(v.startswith("FBSD_") for v in versions)):
+        return "freebsd"
+    if (a.libc in ("musl", "glibc") or a.max_glibc or "GNU" in note_owners and a.kind == "executable"
+            or any(n in ("libc.so", "libc.so.6") or n.startswith("ld-linux") for n in a.needed)):
+        return "linux"
+    return None
 
 
 def dynamic_symbols(f) -> tuple[set[str], set[str]]:
@@ -252,20 +274,6 @@ def describe_coff(head: bytes, rel: str) -> Artifact:
     machine = struct.unpack("<H", head[:2])[0]
     return Artifact(path=rel, format="coff", kind="object", machine=PE_MACHINES.get(machine, hex(machine)),
                     endian="little")
-
-
-def describe_macho(data: bytes, rel: str) -> Artifact:
-    magic = struct.unpack("<I", data[:4])[0]
-    if data[:4] == b"\xca\xfe\xba\xbe":
-        n = struct.unpack(">I", data[4:8])[0]
-        cpus = [_MACHO_CPU.get(struct.unpack(">i", data[8 + 20 * i: 12 + 20 * i])[0], "?") for i in range(n)]
-        return Artifact(path=rel, format="macho", kind="unknown", machine="fat:" + ",".join(cpus))
-    endian = "<" if magic in (0xFEEDFACE, 0xFEEDFACF) else ">"
-    cputype, _, filetype = struct.unpack(endian + "iII", data[4:16])
-    kinds = {1: "object", 2: "executable", 6: "shared_library", 8: "shared_library"}
-    bits = 64 if magic in (0xFEEDFACF, 0xCFFAEDFE) else 32
-    return Artifact(path=rel, format="macho", kind=kinds.get(filetype, "unknown"),
-                    machine=_MACHO_CPU.get(cputype, hex(cputype)), bits=bits, endian="little")
 
 
 def iter_ar_members(data: bytes, thin: bool):

@@ -70,7 +70,7 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
                    for path in (str(root / a["path"]), os.path.realpath(root / a["path"]))}
     # a script or libtool wrapper starts target programs: only where the sandbox hands them to qemu (binfmt)
     starts_them = box.exec_handler is not None or target.arch == platform.machine()
-    if harness is None or target.is_windows or not starts_them or (
+    if harness is None or target.qemu is None or not starts_them or (
             not executables and harness.name != make_goal.HARNESS):  # a goal may build its test programs itself
         return []
     if runner_argv(target, root, dynamic=True)[0] is None:  # qemu and the target's loader (built on first need)

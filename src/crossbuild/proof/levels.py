@@ -53,9 +53,9 @@ class Proof:
 
 
 def proof_of(ok: bool, run_tests: bool, runs: list[SmokeRun], probes: list[ProbeRun] | None = None,
-             tests_off: str | None = None) -> Proof:
+             tests_off: str | None = None, *, cannot_run: str | None = None) -> Proof:
     """The level a verdict (OK, whether programs were to run, the test runs, the probes when they ran, and what
-    switched tests off in the recorded steps) reached."""
+    switched tests off in the recorded steps) reached. CANNOT_RUN: why no program of the target runs here."""
     ran = [r for r in runs if not r.skipped]
     passed = sum(r.passed for r in ran)
     failed = sum(r.failed for r in ran)
@@ -73,7 +73,8 @@ def proof_of(ok: bool, run_tests: bool, runs: list[SmokeRun], probes: list[Probe
         return Proof("built", counts, untested)
     probes = [p for p in probes or [] if p.kind != "more"]  # "more": the products over the cap, counted, not run
     if not probes:
-        return Proof("built", counts, f"{untested}; and no product could be probed on the target")
+        why = f" ({cannot_run})" if cannot_run and cannot_run not in untested else ""
+        return Proof("built", counts, f"{untested}; and no product could be probed on the target{why}")
     blocking = [p for p in probes if not p.passed]
     if not blocking:
         return Proof("exercised", counts, untested)

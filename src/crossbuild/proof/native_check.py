@@ -42,7 +42,7 @@ _FOLDERS = re.compile(r"0x[0-9a-f]+|/(?:[^\s/]+/)+", re.IGNORECASE)
 def build_machine_target(target: Target) -> Target | None:
     """The build machine's own architecture with TARGET's C library, or None when TARGET is that already or is
     not a Linux target."""
-    if target.is_windows or target.arch == platform.machine():
+    if not target.is_linux or target.arch == platform.machine():
         return None
     return TARGETS.get(f"{platform.machine()}-linux-{'musl' if target.libc == 'musl' else 'gnu'}")
 

@@ -23,12 +23,20 @@ from crossbuild.proof.binary_formats import dynamic_symbols
 
 def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
     """The qemu prefix that runs this target's programs, or why they cannot run here."""
-    if target.is_windows:
-        return None, "Windows executables are scanned only (no wine)"
+    if target.qemu is None:
+        return None, cannot_run_here(target)
     qemu = host.find_qemu(target.qemu)
     if not qemu:
         return None, f"{target.qemu} is not installed: `apt-get install qemu-user-static` (or qemu-user)"
     return [os.path.realpath(qemu)], None  # the file itself: a link on PATH (~/bin) may point where sandboxes see
+
+
+def cannot_run_here(target: Target) -> str:
+    """Why TARGET's programs do not run on this machine (its builds are proven from their bytes: `built`)."""
+    if target.is_windows:
+        return "Windows executables are scanned only (no wine)"
+    system = {"macos": "macOS", "freebsd": "FreeBSD"}.get(target.os, target.os)
+    return f"{system} programs are scanned only (qemu-user runs Linux programs alone)"
 
 
 def exec_handler(target: Target) -> str | None:

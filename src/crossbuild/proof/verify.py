@@ -32,7 +32,7 @@ from crossbuild.proof.harness import harness_runs
 from crossbuild.proof.levels import Proof, not_tested, proof_of
 from crossbuild.proof.rebuild_check import clean_rebuild, remember_run_outputs, scan_outputs
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
-from crossbuild.proof.target_run import test_program_box
+from crossbuild.proof.target_run import cannot_run_here, test_program_box
 
 
 @dataclass
@@ -190,7 +190,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         if scan.incomplete:
             report.reasons.append(f"the artifact scan is incomplete: {scan.incomplete}")
         for a in scan.artifacts:
-            problems = check_artifact(a, target)
+            problems = check_artifact(a, target, workspace=toolchain.workspace if toolchain else root)
             if not a.member_of:
                 identities.append((anchor, a.path, shown(a.path), _identity(anchor, a.path)))
             excused = _excused(a, anchor, shown, problems, allow_host, for_build)
@@ -278,7 +278,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         remember_run_outputs(toolchain, root, written)  # not the build's: no later clean rebuild must make them
     report.ok = not report.reasons
     proof = proof_of(report.ok, run_tests, report.smoke_runs, report.probe_runs if run_tests else None,
-                     switched_off)
+                     switched_off, cannot_run=target.qemu is None and cannot_run_here(target) or None)
     report.proof, report.proof_counts, report.proof_why = proof.level, proof.counts, proof.why_not_higher
     return report
 
@@ -345,7 +345,7 @@ def _written_by_runs(report: VerifyReport, root: Path, toolchain: Toolchain, tar
         for a in scan.artifacts:
             if anchor == root and a.kind in LINKED_KINDS and not a.member_of and a.path not in known:
                 written.append(a.path)
-            problems = check_artifact(a, target)
+            problems = check_artifact(a, target, workspace=toolchain.workspace if toolchain else root)
             if problems and shown(a.path) not in before and not _excused(a, anchor, shown, problems, allow_host,
                                                                           for_build):
                 reasons.append(f"{shown(a.path)}: written while the tests ran, and {'; '.join(problems)}")
