@@ -238,3 +238,29 @@ def test_a_watched_command_printing_a_monstrous_count_runs_to_its_end(tmp_path):
     assert res.ok and res.stopped is None, res
     assert (tmp_path / "m.log").read_text().rstrip().endswith("200000\ndone")
     assert [n.message for n in notes] == [f"m: sh -c {script}"[:126]]  # the phase only; no count from the monster
+
+
+def test_a_folder_the_host_gains_while_a_sandbox_lives_does_not_break_its_next_command(tmp_path, monkeypatch):
+    """Build-machine packages' data folders are laid over a cover of the host's /usr/share, with a mount point for
+    each host child. A package installed meanwhile (apt beside an evaluation) added a child the cover lacked, and
+    every later command of that sandbox failed to start ("bwrap: Can't mkdir /usr/share/gst-plugins-base")."""
+    from crossbuild.env import build_tools
+
+    top = tmp_path / "share"
+    (top / "old").mkdir(parents=True)
+    unpacked = tmp_path / "pkg" / "provided"
+    unpacked.mkdir(parents=True)
+    (unpacked / "table.txt").write_text("data\n")
+    monkeypatch.setattr(build_tools, "data_tops", lambda: [str(top)])
+    monkeypatch.setattr(build_tools, "shared_data", lambda t: {"provided": unpacked} if t == str(top) else {})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = sandbox.for_tree(ws)
+    listing = ["sh", "-c", f"ls {top}; cat {top}/provided/table.txt"]
+    first = box.run(listing, cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "log1")
+    assert first.ok and "data" in Path(first.log_path).read_text()
+    (top / "installed-meanwhile").mkdir()
+    second = box.run(listing, cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "log2")
+    log = Path(second.log_path).read_text()
+    assert second.ok, log
+    assert "installed-meanwhile" in log and "old" in log and "data" in log

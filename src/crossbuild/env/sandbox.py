@@ -385,7 +385,7 @@ class BubblewrapSandbox(Sandbox):
         self.exec_handler = exec_handler
         self.loader_roots = [Path(p).resolve() for p in loader_roots]
         self._holder: Path | None = None
-        self._covers: dict[Path | tuple[str, ...], Path] = {}
+        self._covers: dict[Path | tuple, Path] = {}
 
     @property
     def label(self) -> str:
@@ -497,9 +497,12 @@ class BubblewrapSandbox(Sandbox):
             shared, folder = build_tools.shared_data(top), Path(top)
             if not shared or not folder.is_dir() or folder.is_symlink():
                 continue
-            key = (top, *sorted(shared))
+            # the host's children count too: a package installed while a build runs (apt beside an evaluation)
+            # adds one, and a cover made before has no mount point for it (bwrap: "Can't mkdir ...")
+            names = tuple(sorted(shared))
+            key = (top, names, tuple(sorted(os.listdir(folder))))
             if key not in self._covers:
-                self._covers[key] = self._new_cover(top.strip("/").replace("/", "-"), folder, extra=key[1:])
+                self._covers[key] = self._new_cover(top.strip("/").replace("/", "-"), folder, extra=names)
             args += _cover_binds(self._covers[key], folder)
             for name, unpacked in sorted(shared.items()):
                 args += ["--ro-bind", str(unpacked), str(folder / name)]
