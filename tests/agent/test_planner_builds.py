@@ -246,6 +246,32 @@ def test_an_autotools_project_whose_tests_miss_its_own_header_out_of_tree_is_bui
     assert any(s["path"].endswith("vp_test") and s["passed"] for s in out["verify"]["smoke_runs"])
 
 
+@pytest.mark.slow
+def test_an_autotools_rule_that_runs_a_source_script_by_a_relative_path_is_built_in_the_source_folder(tmp_path):
+    """A release whose generated files are made by a rule running `./script` (admesh's `./fortag.sh >ChangeLog`,
+    a file its tarball lacks): out of tree the script is not there, and nothing in the knowledge base names that.
+    Debian's dh builds autotools projects in their source folder, where it is."""
+    project = tmp_path / "gen"
+    project.mkdir()
+    (project / "configure.ac").write_text("AC_INIT([gen], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\n"
+                                          "AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n")
+    (project / "Makefile.am").write_text("bin_PROGRAMS = gen\ngen_SOURCES = gen.c\ncheck_PROGRAMS = gen_test\n"
+                                         "gen_test_SOURCES = gen_test.c\nTESTS = gen_test\n"
+                                         "all-local: HISTORY\nHISTORY:\n\t./history.sh >$@\n")
+    (project / "history.sh").write_text("#!/bin/sh\necho 1.0: first\n")
+    (project / "history.sh").chmod(0o755)
+    (project / "gen.c").write_text("int main(void){return 0;}\n")
+    (project / "gen_test.c").write_text("int main(void){return 0;}\n")
+    # one job, as the evaluation builds (admesh's cell): built in parallel, the serial retry comes first, and finds
+    # the empty HISTORY the failed redirection left (the clean rebuild then refuses the build, truthfully)
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "-j", "1")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["rebuild"]["ok"] and out["output_dir"] == "src"
+    assert "built in src/ itself, as Debian builds autotools projects" in out["message"]
+    assert "`make -j1` failed out of tree with no fix left" in out["message"]
+    assert out["verify"]["proof"] == "tested"
+
+
 OLD_CONFIG_SUB = """\
 #!/bin/sh
 # as a release from before riscv64 answers

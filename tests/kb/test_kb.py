@@ -206,3 +206,19 @@ def test_a_cmake_message_wrapped_inside_a_symptoms_phrase_still_matches():
     found = KB.search(wrapped, limit=1)
     assert [(m.entry.id, m.how, m.groups) for m in found] == [("test-only-dependency-missing", "fingerprint",
                                                               ("googletest",))]
+
+
+@pytest.mark.parametrize("log, module", [
+    # pkgconf (Debian 12's pkg-config) words a missing module so, after autoconf names its variable prefix
+    ("checking for GTK30... no\nconfigure: error: Package requirements ( gtk+-3.0 ) were not met:\n\n"
+     "Package 'gtk+-3.0', required by 'virtual:world', not found\n", "gtk+-3.0"),
+    ("checking for GLIB20... no\nconfigure: error: Package requirements ( glib-2.0 >= 2.4.0 ) were not met:\n\n"
+     "Consider adjusting the PKG_CONFIG_PATH environment variable if you\ninstalled software in a non-standard "
+     "prefix.\n\nAlternatively, you may set the environment variables GLIB20_CFLAGS\nand GLIB20_LIBS", "glib-2.0"),
+])
+def test_a_missing_pkg_config_module_is_named_by_the_module_not_by_autoconfs_variable(log, module):
+    """The dependency asked for is the module (gtk+-3.0), which the diagnosis of config.log names too, so the
+    switch read around the check (--disable-gtk3) is the one taken when it cannot be built; the variable prefix
+    (GTK30) named nothing build_dependency could find."""
+    m = KB.search(log)[0]
+    assert m.entry.id == "pkg-config-module-missing" and [a.name for a in m.actions()] == [module]

@@ -238,7 +238,8 @@ class Planner:
                 f"unpacked {', '.join(data.get('added') or [])} from Debian's archive"))
         elif result.name in ("build_dependency", "edit_file", "write_file", "provide_build_tool") and result.is_error:
             s.notes.append(f"{result.name} failed: {result.text.splitlines()[0][:200]}")
-            if result.name == "build_dependency" and result.data.get("own_files") and self._build_in_tree():
+            if result.name == "build_dependency" and result.data.get("own_files") and self._build_in_tree(
+                    "the out-of-tree build's own parts did not find the project's own headers"):
                 return
             if result.name == "build_dependency" and result.data.get("name"):
                 self._without_dependency(result.data["name"], keep=bool(result.data.get("keep_features")))
@@ -337,9 +338,11 @@ class Planner:
             s.notes.append(f"uses the {name} built for the target: {option}=system")
         patterns, s.pending_disable = s.pending_disable, []
         switches = _off_switches(s.system or "", data)
+        given = set(s.extra[ARG_KIND.get(s.system or "", "cmake_args")])
         for pattern in patterns:
+            # a switch already given changes nothing: taking it again would only spend a round on the same failure
             hits = [o for o in switches if re.search(pattern, o.upper().replace("-", "_"), re.IGNORECASE)
-                    and not _HOW_BUILT.search(o)]
+                    and not _HOW_BUILT.search(o) and switches[o] not in given]
             feature = s.feature_of.get(pattern)
             if hits:
                 s.extra[ARG_KIND[s.system]] += [switches[o] for o in hits]
@@ -453,6 +456,9 @@ class Planner:
         if held and self._rebuild_with_fixes(held):
             return
         if not data.get("kb") and self._serially(step, first):  # a failure nothing explains may be a race
+            return
+        if step["phase"] == "build" and self._build_in_tree(
+                f"`{shlex.join(step['argv'][:2])}` failed out of tree with no fix left ({first[:120]})"):
             return
         if self._another_system(step, first):
             return
@@ -635,10 +641,11 @@ class Planner:
         s.step = min(s.step, _restart_index(s.recipe))
         return True
 
-    def _build_in_tree(self) -> bool:
-        """An autotools build in build/ whose own parts miss the project's own headers (a VPATH bug: `-I../lib` where
-        `-I$(top_srcdir)/lib` was meant): configure and build in the source folder instead, as the project's
-        authors do. True when the recipe changed."""
+    def _build_in_tree(self, why: str) -> bool:
+        """An autotools build in build/ that failed WHY, where a build in the source folder would not: its own
+        parts miss the project's own headers (a VPATH bug: `-I../lib` where `-I$(top_srcdir)/lib` was meant), or
+        a rule runs a script of the source by a relative path (`./fortag.sh > ChangeLog`). Configure and build in
+        the source folder instead, as the project's authors and Debian's dh do. True when the recipe changed."""
         s = self.state
         if s.system != "autotools" or s.in_tree or s.output_dir == s.source_dir:
             return False
@@ -653,8 +660,7 @@ class Planner:
             recipe.append({**step, "argv": argv, "cwd": source if step["cwd"] == build else step["cwd"]})
         s.recipe, s.output_dir, s.in_tree = recipe, source, True
         s.step = _restart_index(recipe)
-        s.notes.append(f"built in {source}/ itself: the out-of-tree build's own parts did not find the project's "
-                       "own headers")
+        s.notes.append(f"built in {source}/ itself, as Debian builds autotools projects: {why}")
         return True
 
     def _make_libtool(self) -> None:
