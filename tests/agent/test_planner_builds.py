@@ -990,7 +990,7 @@ def test_a_dll_whose_resource_script_the_source_lacks_is_built_without_it_and_sa
     project.mkdir()
     (project / "CMakeLists.txt").write_text(RESOURCE_PROJECT)
     (project / "verinfo.c").write_text("int verinfo(void){return 1;}\n")
-    # Windows programs cannot run here: only `built` can be proven, which the user accepts by name
+    # no test program, and crossbuild's probes are ELF's: only `built` can be proven, which the user accepts by name
     r, out = _build(tmp_path, str(project), "x86_64-windows-gnu", "--require", "built")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert out["status"] == "verified" and out["verify"]["proof"] == "built" and out["meets_requirement"]
@@ -1031,7 +1031,7 @@ def test_a_libtool_library_for_windows_is_a_dll_its_programs_can_import_from(tmp
     (project / "lib" / "dli.h").write_text(DLLIMPORT_HEADER)
     (project / "lib" / "dli.c").write_text('#include "dli.h"\nint dli(void){return 42;}\n')
     (project / "lib" / "usedli.c").write_text('#include "dli.h"\nint main(void){return dli() == 42 ? 0 : 1;}\n')
-    # Windows programs cannot run here: only `built` can be proven, which the user accepts by name
+    # no test program, and crossbuild's probes are ELF's: only `built` can be proven, which the user accepts by name
     r, out = _build(tmp_path, str(project), "x86_64-windows-gnu", "--require", "built")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert out["status"] == "verified" and out["verify"]["proof"] == "built" and out["meets_requirement"]

@@ -83,10 +83,17 @@ def test_meson_cross_file_and_windows_bits(make_toolchain):
     assert f"exe_wrapper = '{tc.emulator}'" in text
     win = make_toolchain("x86_64-windows-gnu", "win")
     wtext = win.meson_cross_file.read_text()
-    assert "system = 'windows'" in wtext and "exe_wrapper" not in wtext and "windres" in wtext
-    assert "CMAKE_CROSSCOMPILING_EMULATOR" not in win.cmake_toolchain_file.read_text()
+    assert "system = 'windows'" in wtext and "windres" in wtext
+    # Windows programs run under Wine (setup.sh installs it), with the workspace's own prefix
+    assert f"exe_wrapper = '{win.emulator}'" in wtext
+    assert f'set(CMAKE_CROSSCOMPILING_EMULATOR "{win.emulator}")' in win.cmake_toolchain_file.read_text()
+    run = win.emulator.read_text()
+    assert f"WINEPREFIX={win.wine_prefix}" in run and "/wine64" in run and "QEMU_LD_PREFIX" not in win.env.vars
     assert win.env.vars["RC"].endswith("zwindres")
     assert win.configure_args()[0] == "--host=x86_64-w64-mingw32"
+    mac = make_toolchain("aarch64-macos", "mac")  # nothing runs macOS programs here: no emulator at all
+    assert mac.emulator is None and "exe_wrapper" not in mac.meson_cross_file.read_text()
+    assert "system = 'darwin'" in mac.meson_cross_file.read_text()
 
 
 def test_pkg_config_sees_only_the_prefix(make_toolchain, tmp_path):

@@ -98,7 +98,7 @@ def test_macos_and_freebsd_targets_and_their_foreign_names():
         "aarch64-macos.11.0", "Darwin", "darwin", "/usr/lib/dyld")
     bsd = parse_target("x86_64-freebsd")
     assert (bsd.zig_target, bsd.autotools_host, bsd.dynamic_loader, bsd.libc) == (
-        "x86_64-freebsd", "x86_64-unknown-freebsd14.0", "/libexec/ld-elf.so.1", "freebsd")
+        "x86_64-freebsd.14.0", "x86_64-unknown-freebsd14.0", "/libexec/ld-elf.so.1", "freebsd")
 
 
 def test_a_macos_target_takes_its_oldest_release():

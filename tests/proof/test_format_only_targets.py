@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,14 @@ def built(tmp_path_factory) -> Path:
     zcc(zig, "x86_64-linux-musl", ["main.c", "lib.c", "-o", "linux-static"], d)
     zcc(zig, "x86_64-linux-musl", ["-shared", "-fPIC", "env.c", "-o", "liblinux.so"], d)
     zcc(zig, "x86_64-linux-gnu", ["main.c", "lib.c", "-o", "linux-glibc"], d)
+    zcc(zig, "x86_64-linux-gnu", ["-shared", "-fPIC", "env.c", "-o", "libglibc.so"], d)
+    # a release crossbuild's target is not: zig's own cache (FreeBSD's libc stubs take seconds)
+    subprocess.run([zig, "cc", "-target", "x86_64-freebsd.15.0", "main.c", "lib.c", "-o", "bsd15-prog"], cwd=d,
+                   check=True, capture_output=True, env={"PATH": "/usr/bin:/bin", "HOME": str(d),
+                                                         "ZIG_GLOBAL_CACHE_DIR": str(d / "zig-cache")})
+    (d / "build").mkdir()
+    zcc(zig, "aarch64-macos.11.0", ["-shared", "lib.c", "-o", "build/librel.dylib"], d)  # named by its path
+    zcc(zig, "aarch64-macos.11.0", ["main.c", "build/librel.dylib", "-o", "mac-rel"], d)
     return d
 
 
@@ -110,6 +119,12 @@ def test_a_macos_library_named_by_its_build_folder_path_is_refused(tmp_path, bui
     assert not report.ok
     assert any(f"install name {root}/libbad.dylib: a path in the build folder" in p
                for p in problems_of(report, "libbad.dylib"))
+    # the same folder spelled another way is the same folder
+    (root / "sub").mkdir()
+    zcc(zig, "aarch64-macos.11.0", ["-shared", "lib.c", "-o", "libdots.dylib",
+                                    f"-Wl,-install_name,{root}/sub/../libdots.dylib"], root)
+    assert any("a path in the build folder" in p
+               for p in problems_of(verify(root, MAC_ARM, run_tests=False), "libdots.dylib"))
     assert any(f"loads {root}/libbad.dylib" in p for p in problems_of(report, "prog"))
 
 
@@ -148,3 +163,70 @@ def test_a_damaged_macho_file_is_reported_never_a_crash(tmp_path, built, name):
     cut.write_bytes(good[:200])
     described = scan_tree(tmp_path).artifacts
     assert any(a.path == "cut" and a.problems for a in described)
+
+
+def _load_commands(data: bytes):
+    ncmds = struct.unpack_from("<I", data, 16)[0]
+    pos = 32
+    for _ in range(ncmds):
+        cmd, size = struct.unpack_from("<II", data, pos)
+        yield pos, cmd
+        pos += size
+
+
+def _patched(built: Path, name: str, tmp_path: Path, change) -> Path:
+    data = bytearray((built / name).read_bytes())
+    change(data)
+    root = tmp_path / "tree"
+    root.mkdir(exist_ok=True)
+    (root / name).write_bytes(bytes(data))
+    return root
+
+
+def _drop_signature(data: bytearray) -> None:
+    for pos, cmd in _load_commands(bytes(data)):
+        if cmd == 0x1D:  # LC_CODE_SIGNATURE, renamed a second LC_UUID (0x1B): the file no longer says it is signed
+            struct.pack_into("<I", data, pos, 0x1B)
+
+
+def _set_freebsd_brand(data: bytearray) -> None:
+    data[7] = 9  # EI_OSABI: FreeBSD
+
+
+def _lying_version_needs(data: bytearray) -> None:
+    import io
+
+    from elftools.elf.elffile import ELFFile
+    elf = ELFFile(io.BytesIO(bytes(data)))
+    index = next(i for i, sec in enumerate(elf.iter_sections()) if sec.name == ".gnu.version_r")
+    header = elf.header["e_shoff"] + index * elf.header["e_shentsize"]
+    struct.pack_into("<I", data, header + 44, 0xFFFFFFFF)  # sh_info: "four billion entries"
+
+
+@pytest.mark.parametrize("name, target, change, expected", [
+    ("mac-arm", MAC_ARM, lambda d: struct.pack_into("<I", d, 8, 2), "CPU arm64e, expected arm64"),
+    ("mac-arm", MAC_ARM, _drop_signature, "no code signature (LC_CODE_SIGNATURE)"),
+    ("mac-arm", MAC_ARM, lambda d: struct.pack_into("<I", d, 0, 0xFEEDFACE), "32-bit little-endian, expected 64-bit"),
+    ("libglibc.so", FREEBSD, _set_freebsd_brand, "both Linux's and FreeBSD's marks"),
+    ("linux-glibc", FREEBSD, _lying_version_needs, "its version needs count more entries than its section holds"),
+])
+def test_a_file_a_hostile_build_doctored_is_refused_in_good_time(tmp_path, built, name, target, change, expected):
+    """What a hostile review made of real files (helper, 2026-12-06): arm64e, unsigned arm64 code, a header that
+    lies about its width, one system's marks on another's file, and a version-needs table whose count would keep
+    the reader on one entry for hours: each refused, within seconds."""
+    import time
+    root = _patched(built, name, tmp_path, change)
+    start = time.monotonic()
+    report = verify(root, target, run_tests=False)
+    assert time.monotonic() - start < 30
+    assert any(expected in p for p in problems_of(report, name)), problems_of(report, name)
+
+
+def test_a_newer_freebsd_or_a_relative_install_name_is_refused(tmp_path, built):
+    report = verify(tree(tmp_path, built, {"prog": "bsd15-prog"}), FREEBSD, run_tests=False)
+    assert any("built for FreeBSD 15.0, newer than the target's 14" in p for p in problems_of(report, "prog"))
+    report = verify(tree(tmp_path / "m", built, {"prog": "mac-rel", "build/librel.dylib": "build/librel.dylib"}),
+                    MAC_ARM, run_tests=False)
+    assert any("install name build/librel.dylib: a relative path" in p
+               for p in problems_of(report, "build/librel.dylib"))
+    assert any("loads build/librel.dylib: a relative path" in p for p in problems_of(report, "prog"))

@@ -59,6 +59,11 @@ def run_checks() -> list[Check]:
     checks.append(_tool("autoreconf", "apt-get install autoconf automake libtool", required=False))
     checks.append(_tool("libtoolize", "apt-get install libtool", required=False))
     checks.append(_tool("cc", "apt-get install gcc (the build machine's compiler, for CC_FOR_BUILD)"))
+    wine = host.find_wine()
+    checks.append(Check("wine64", "ok", f"{_version([wine, '--version']) or '?'} ({wine}): Windows test programs run "
+                        "under it", False) if wine else Check(
+        "wine64", "missing", "Windows programs are scanned only; fix: apt-get install --no-install-recommends wine64",
+        False))
     for qemu in sorted({t.qemu for t in TARGETS.values() if t.qemu}):
         checks.append(_tool(qemu, "apt-get install qemu-user", version_args=("-version",), required=False))
     # the one crossbuild prefers: a test's LD_PRELOAD for its target program never reaches a static qemu's host loader

@@ -179,9 +179,16 @@ class Toolchain:
 
     @property
     def emulator(self) -> Path | None:
-        """`.xbuild/bin/target-run PROGRAM ARGS`: runs a target program under qemu (None where qemu
-        cannot run the target's programs: Windows, macOS, FreeBSD)."""
-        return None if self.target.qemu is None else self.bindir / "target-run"
+        """`.xbuild/bin/target-run PROGRAM ARGS`: runs a target program under qemu-user, or a Windows one under
+        Wine when it is installed (None where nothing runs the target's programs here: macOS, FreeBSD)."""
+        runs = self.target.qemu is not None or (self.target.is_windows and host.find_wine() is not None)
+        return self.bindir / "target-run" if runs else None
+
+    @property
+    def wine_prefix(self) -> Path:
+        """The workspace's own Wine prefix (C:), made on the first Windows program's run and thrown away before the
+        verifier's (verify.py): never the user's ~/.wine, never shared with another workspace."""
+        return self.scratch / "wine"
 
     def tool(self, name: str) -> Path:
         return self.bindir / name
@@ -295,7 +302,9 @@ class Toolchain:
             f"PKG_CONFIG_SYSROOT_DIR={shlex.quote(str(self.prefix))} exec {shlex.quote(host_pkg_config)} \"$@\"\n"
         )
         self._write(self.bindir / "pkg-config", pkg, executable=True)
-        if self.emulator:
+        if self.emulator and t.is_windows:
+            self._write(self.emulator, wine_script(host.find_wine() or "wine64", self.wine_prefix), executable=True)
+        elif self.emulator:
             qemu = host.find_qemu(t.qemu) or t.qemu
             sysroot = self.qemu_sysroot()
             run = (
@@ -429,8 +438,27 @@ class Toolchain:
             v.update({"WINDRES": str(b / "zwindres"), "RC": str(b / "zwindres"), "DLLTOOL": str(b / "zdlltool")})
         if self.emulator:
             v["CROSSBUILD_EMULATOR"] = str(self.emulator)
+        if self.emulator and t.qemu is not None:
             v["QEMU_LD_PREFIX"] = str(self.qemu_sysroot())
         return BuildEnv(MappingProxyType(v))
+
+
+def wine_script(wine: str, prefix: Path) -> str:
+    """`target-run` for Windows: the program under Wine with the workspace's own prefix (wineboot makes it on first
+    use, once, under a lock: CTest runs tests in parallel), no display, no Mono or Gecko installer prompts, no
+    debug chatter. Wine's exit status is the program's."""
+    q = shlex.quote
+    return (
+        "#!/bin/sh\n# run a Windows program under Wine, with this workspace's own prefix\n"
+        f"WINEPREFIX={q(str(prefix))}; export WINEPREFIX\n"
+        "WINEDEBUG=-all; WINEDLLOVERRIDES='mscoree,mshtml='; export WINEDEBUG WINEDLLOVERRIDES\n"
+        "unset DISPLAY WAYLAND_DISPLAY\n"
+        'if [ ! -f "$WINEPREFIX/system.reg" ]; then\n'
+        f'  flock "$WINEPREFIX.lock" sh -c \'[ -f "$WINEPREFIX/system.reg" ] || {q(wine)} wineboot -i\' '
+        ">/dev/null 2>&1\n"
+        "fi\n"
+        f'exec {q(wine)} "$@"\n'
+    )
 
 
 def qemu_sysroot(target: Target) -> Path | None:

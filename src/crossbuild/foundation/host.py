@@ -121,6 +121,13 @@ def find_qemu(name: str) -> str | None:
     return find_tool(f"{name}-static") or find_tool(name)
 
 
+def find_wine() -> str | None:
+    """Wine's 64-bit loader, which runs x86_64 Windows programs (Debian's wine64: /usr/lib/wine/wine64, also named
+    wine64 on PATH), or None."""
+    debian = Path("/usr/lib/wine/wine64")
+    return str(debian) if debian.is_file() and os.access(debian, os.X_OK) else find_tool("wine64")
+
+
 def build_triple() -> str:
     """The autotools --build triple of this machine (what config.guess would print on glibc Linux)."""
     machine = platform.machine() or "x86_64"

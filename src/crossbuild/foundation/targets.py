@@ -37,7 +37,7 @@ class Target:
     autotools_host: str
     debian_arch: str  # Debian's name for the architecture (cross libc packages: libc6-<arch>-cross)
     glibc_version: tuple[int, int] | None = None  # only for versioned gnu targets
-    # macOS: the oldest release its programs run on (zig's own default is the newest it knows)
+    # macOS: the oldest release its programs run on (zig's own default is the newest it knows); FreeBSD: the release
     min_os: tuple[int, int] | None = None
 
     @property
@@ -92,7 +92,7 @@ class Target:
             "machine": self.machine,
             "float_abi": self.float_abi or "-",
             "libc": self.libc + (f" {self.glibc_version[0]}.{self.glibc_version[1]}" if self.glibc_version else "")
-            + (f" (macOS {self.min_os[0]}.{self.min_os[1]} and later)" if self.min_os else ""),
+            + (f" (macOS {self.min_os[0]}.{self.min_os[1]} and later)" if self.min_os and self.os == "macos" else ""),
             "qemu": self.qemu or "-",
             "cmake": f"{self.cmake_system_name}/{self.cmake_system_processor}",
             "meson": f"{self.meson_cpu_family}/{self.meson_cpu}/{self.meson_system}",
@@ -160,7 +160,8 @@ def _format_only(arch: str, os: str) -> Target:
         cmake_system_processor={"aarch64": "arm64" if os == "macos" else "aarch64", "x86_64": "x86_64"}[arch],
         meson_cpu_family=arch, meson_cpu=arch, meson_system={"macos": "darwin", "freebsd": "freebsd"}[os],
         autotools_host=host, debian_arch={"aarch64": "arm64", "x86_64": "amd64"}[arch],
-        min_os=(11, 0) if os == "macos" else None,  # Big Sur: the first arm64 release, zig's oldest supported
+        # macOS: Big Sur, the first arm64 release and zig's oldest; FreeBSD: 14, the release of zig's libc
+        min_os=(11, 0) if os == "macos" else (14, 0),
     )
 
 

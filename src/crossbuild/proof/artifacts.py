@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import os
+import posixpath
 import re
 import stat
 import struct
@@ -240,10 +241,15 @@ def _check_elf(a: Artifact, target: Target, problems: list[str]) -> None:
     system = _SYSTEM_NAMES[target.os]
     if a.os_abi not in _ELF_OS_ABIS[target.os]:
         problems.append(f"OS/ABI {a.os_abi}, expected SYSV/{system}")
-    if a.system and a.system != target.os:
+    if a.system == "mixed":
+        problems.append(f"both Linux's and FreeBSD's marks (loader, libc, symbol versions, ABI note), expected "
+                        f"{system}'s alone")
+    elif a.system and a.system != target.os:
         problems.append(f"built for {_SYSTEM_NAMES[a.system]} (its loader, libc or ABI note), expected {system}")
     elif target.os == "freebsd" and a.kind == "executable" and not a.system:
         problems.append("no FreeBSD mark (ABI note, /libexec/ld-elf.so.1 or libc.so.7): not linked for FreeBSD")
+    if target.os == "freebsd" and a.min_os and target.min_os and _version(a.min_os) > target.min_os:
+        problems.append(f"built for FreeBSD {a.min_os}, newer than the target's {target.min_os[0]}")
     if target.float_abi and a.float_abi and a.float_abi != target.float_abi:
         problems.append(f"{a.float_abi}-float ABI, expected {target.float_abi}-float")
     if a.kind == "executable" and a.interpreter:
@@ -261,8 +267,14 @@ def _check_macho(a: Artifact, target: Target, problems: list[str], workspace: Pa
     if a.format != "macho":
         problems.append(f"{a.format.upper()} file, expected Mach-O for {target.name}")
         return
+    if (a.machine or "").startswith("fat:"):
+        return  # a universal file: its own problem says so
     if a.machine != target.machine:
         problems.append(f"CPU {a.machine}, expected {target.machine}")
+    if (a.bits, a.endian) != (target.bits, target.endian):
+        problems.append(f"{a.bits}-bit {a.endian}-endian, expected {target.bits}-bit {target.endian}-endian")
+    if a.machine == "arm64" and a.kind in ("executable", "shared_library") and not a.signed:
+        problems.append("no code signature (LC_CODE_SIGNATURE): macOS on arm64 runs no unsigned code")
     if a.os_abi and a.os_abi != "macos":
         problems.append(f"built for {a.os_abi}, expected macos")
     elif not a.os_abi and a.kind in ("executable", "shared_library"):
@@ -272,11 +284,18 @@ def _check_macho(a: Artifact, target: Target, problems: list[str], workspace: Pa
         problems.append(f"needs macOS {a.min_os}, newer than the target's {have}")
     if a.kind == "executable" and a.interpreter != target.dynamic_loader:
         problems.append(f"dynamic linker {a.interpreter or 'none'}, expected {target.dynamic_loader}")
-    if workspace is not None:
-        inside = [p for p in ([a.install_name] if a.install_name else []) + a.needed
-                  if _below(p, workspace) and not _below(p, workspace / "install")]
-        problems += [f"{'install name' if p == a.install_name else 'loads'} {p}: a path in the build folder, "
-                     "which names nothing on a Mac (@rpath/ is the usual name)" for p in inside]
+    named = list(dict.fromkeys(([a.install_name] if a.install_name else []) + a.needed))
+    wrong = []
+    for p in named:
+        what = "install name" if p == a.install_name else "loads"
+        if not p.startswith(("/", "@")):
+            wrong.append(f"{what} {p}: a relative path, which dyld resolves against the working directory "
+                         "(@rpath/ is the usual name)")
+        elif workspace is not None and _below(posixpath.normpath(p), workspace) and not _below(
+                posixpath.normpath(p), workspace / "install"):
+            wrong.append(f"{what} {p}: a path in the build folder, which names nothing on a Mac (@rpath/ is the "
+                         "usual name)")
+    problems += wrong[:5] + ([f"... and {len(wrong) - 5} more such paths"] if len(wrong) > 5 else [])
 
 
 def _version(text: str) -> tuple[int, ...]:

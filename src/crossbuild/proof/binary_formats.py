@@ -18,6 +18,8 @@ from elftools.elf.enums import ENUM_E_MACHINE, ENUM_EI_OSABI
 from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import ARMAttributesSection, NoteSection
 
+from crossbuild.proof.elf_marks import elf_system, needed_versions, read_notes
+
 MAX_ARCHIVE_BYTES = 2 << 30  # archives and PE files are read whole; a larger one is reported, not read
 PE_MACHINES = {0x8664: "IMAGE_FILE_MACHINE_AMD64", 0x14C: "IMAGE_FILE_MACHINE_I386",
                0xAA64: "IMAGE_FILE_MACHINE_ARM64", 0x1C4: "IMAGE_FILE_MACHINE_ARMNT"}
@@ -45,10 +47,11 @@ class Artifact:
     code: bool | None = None  # executables and libraries: an executable segment with bytes in the file
     max_glibc: str | None = None  # highest GLIBC_x.y symbol version required
     needed: list[str] = field(default_factory=list)
-    min_os: str | None = None  # Mach-O: the minimum OS version it was built for
+    min_os: str | None = None  # Mach-O: the minimum OS version it was built for; FreeBSD: its ABI note's release
     install_name: str | None = None  # Mach-O shared library: the path programs that link it record
     rpaths: list[str] = field(default_factory=list)  # Mach-O: LC_RPATH entries
-    system: str | None = None  # ELF: linux | freebsd, from the marks a system leaves (notes, interpreter, libc)
+    signed: bool | None = None  # Mach-O: carries a code signature (LC_CODE_SIGNATURE)
+    system: str | None = None  # ELF: linux | freebsd | mixed, from the marks a system leaves (notes, loader, libc)
     subsystem: str | None = None  # PE: console | gui | ...
     members: int | None = None  # ar: number of object members
     member_of: str | None = None  # an archive member: the archive's path (members are not files of their own)
@@ -69,7 +72,8 @@ def sniff(head: bytes) -> str | None:
         return "pe"
     if len(head) >= 4 and struct.unpack("<I", head[:4])[0] in (0xFEEDFACE, 0xFEEDFACF, 0xCEFAEDFE, 0xCFFAEDFE):
         return "macho"
-    if len(head) >= 8 and head[:4] == b"\xca\xfe\xba\xbe" and 0 < struct.unpack(">I", head[4:8])[0] < 30:
+    if len(head) >= 8 and head[:4] in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf") and (
+            0 < struct.unpack(">I", head[4:8])[0] < 30):
         return "macho"  # fat binary (a Java class file has a version >= 45 here)
     if len(head) >= 20 and struct.unpack("<H", head[:2])[0] in PE_MACHINES and _plausible_coff(head):
         return "coff"
@@ -166,7 +170,7 @@ def describe_elf(stream, rel: str) -> Artifact:
     soname = None
     if isinstance(dyn, DynamicSection):
         for tag in dyn.iter_tags():
-            if tag.entry.d_tag == "DT_NEEDED":
+            if tag.entry.d_tag == "DT_NEEDED" and tag.needed not in a.needed and len(a.needed) < 256:
                 a.needed.append(tag.needed)
             elif tag.entry.d_tag == "DT_FLAGS_1":
                 flags_1 = tag.entry.d_val
@@ -200,27 +204,17 @@ def describe_elf(stream, rel: str) -> Artifact:
     note_owners: set[str] = set()
     for sec in elf.iter_sections():
         if isinstance(sec, GNUVerNeedSection):
-            versions = [aux.name for _, auxes in sec.iter_versions() for aux in auxes]
+            versions = needed_versions(sec, a.problems)
             glibc = [v for v in versions if v.startswith("GLIBC_2.")]
             if glibc:
                 a.max_glibc = max(glibc, key=_version_key).removeprefix("GLIBC_")
         elif isinstance(sec, NoteSection) and sec["sh_size"] <= 1 << 16:
-            note_owners |= {str(n["n_name"]) for n in sec.iter_notes()}
-    a.system = _elf_system(a, versions, note_owners)
+            owners, release = read_notes(sec, elf.little_endian)
+            note_owners |= owners
+            a.min_os = release or a.min_os
+    a.system = elf_system(os_abi=a.os_abi, interpreter=a.interpreter, libc=a.libc, max_glibc=a.max_glibc,
+                          kind=a.kind, needed=a.needed, versions=versions, note_owners=note_owners)
     return a
-
-
-def _elf_system(a: Artifact, versions: list[str], note_owners: set[str]) -> str | None:
-    """linux or freebsd, from the marks each system's toolchain leaves in what it links (None: no mark, as a
-    static musl program has none). FreeBSD: its OS/ABI byte, its ABI note (crt1), its loader, libc.so.7 or FBSD_
-    symbol versions; Linux: a musl or glibc loader, GLIBC_ versions, glibc's ABI note, musl's or glibc's libc."""
-    if (a.os_abi == "ELFOSABI_FREEBSD" or "FreeBSD" in note_owners or a.interpreter == "/libexec/ld-elf.so.1"
-            or "libc.so.7" in a.needed or any(v.startswith("FBSD_") for v in versions)):
-        return "freebsd"
-    if (a.libc in ("musl", "glibc") or a.max_glibc or "GNU" in note_owners and a.kind == "executable"
-            or any(n in ("libc.so", "libc.so.6") or n.startswith("ld-linux") for n in a.needed)):
-        return "linux"
-    return None
 
 
 def dynamic_symbols(f) -> tuple[set[str], set[str]]:

@@ -69,11 +69,14 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     executables = {path for a in artifacts if a["ok"] and a["kind"] == "executable" and not a.get("member_of")
                    for path in (str(root / a["path"]), os.path.realpath(root / a["path"]))}
     # a script or libtool wrapper starts target programs: only where the sandbox hands them to qemu (binfmt)
-    starts_them = box.exec_handler is not None or target.arch == platform.machine()
-    if harness is None or target.qemu is None or not starts_them or (
+    starts_them = box.exec_handler is not None or (target.arch == platform.machine() and target.is_linux)
+    # Windows: the harnesses that start each test through the emulator (CTest's CMAKE_CROSSCOMPILING_EMULATOR,
+    # Meson's exe_wrapper: the workspace's target-run, Wine); a script or make goal would start a .exe bare
+    through_emulator = target.is_windows and harness is not None and harness.name in ("ctest", "meson test")
+    if harness is None or (target.qemu is None and not through_emulator) or not (starts_them or through_emulator) or (
             not executables and harness.name != make_goal.HARNESS):  # a goal may build its test programs itself
         return []
-    if runner_argv(target, root, dynamic=True)[0] is None:  # qemu and the target's loader (built on first need)
+    if runner_argv(target, root, dynamic=True, workspace=toolchain.workspace)[0] is None:  # qemu and the loader
         return []
     lib_dirs = sorted({str((root / a["path"]).parent) for a in artifacts
                        if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of")})

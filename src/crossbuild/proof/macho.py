@@ -11,12 +11,16 @@ from crossbuild.proof.binary_formats import Artifact, stream_size
 _MACHO_CPU = {7: "x86", 0x01000007: "x86_64", 12: "arm", 0x0100000C: "arm64"}
 # Mach-O load commands read here (mach-o/loader.h); LC_REQ_DYLD (0x80000000) is part of the number
 _LC_SEGMENT, _LC_SEGMENT_64, _LC_ID_DYLIB, _LC_LOAD_DYLINKER = 0x1, 0x19, 0xD, 0xE
-_LC_LOAD_DYLIBS = frozenset({0xC, 0x80000018, 0x8000001F, 0x80000023})  # load, weak, reexport, upward
+_LC_LOAD_DYLIBS = frozenset({0xC, 0x80000018, 0x8000001F, 0x80000023, 0x20})  # load, weak, reexport, upward, lazy
+_LC_THREADS = frozenset({0x4, 0x5})  # LC_THREAD, LC_UNIXTHREAD: an entry point the old way
+_LC_CODE_SIGNATURE = 0x1D
+_CPU_SUBTYPE_ARM64E = 2
 _LC_VERSION_MIN_MACOSX, _LC_BUILD_VERSION, _LC_MAIN, _LC_RPATH = 0x24, 0x32, 0x80000028, 0x8000001C
 _MACHO_PLATFORMS = {1: "macos", 2: "ios", 3: "tvos", 4: "watchos", 5: "bridgeos", 6: "maccatalyst",
                     7: "ios-simulator", 8: "tvos-simulator", 9: "watchos-simulator", 10: "driverkit"}
 _S_ATTR_INSTRUCTIONS = 0x80000000 | 0x400  # S_ATTR_PURE_INSTRUCTIONS | S_ATTR_SOME_INSTRUCTIONS
 MAX_MACHO_COMMANDS_BYTES = 16 << 20
+MAX_NEEDED = 256  # libraries and run paths kept per file
 
 
 def describe_macho(stream, rel: str) -> Artifact:
@@ -28,20 +32,24 @@ def describe_macho(stream, rel: str) -> Artifact:
     start = stream.tell()
     size = stream_size(stream) - start
     head = stream.read(32)
-    if head[:4] == b"\xca\xfe\xba\xbe":
+    if head[:4] in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"):  # fat, fat with 64-bit offsets
         n = struct.unpack(">I", head[4:8])[0]
-        arches = head + stream.read(20 * n)
-        cpus = [_MACHO_CPU.get(struct.unpack(">i", arches[8 + 20 * i: 12 + 20 * i])[0], "?") for i in range(n)]
+        width = 20 if head[3] == 0xBE else 32
+        arches = head + stream.read(width * min(n, 64))
+        cpus = [_MACHO_CPU.get(struct.unpack(">i", arches[8 + width * i: 12 + width * i])[0], "?")
+                for i in range(min(n, 64)) if 12 + width * i <= len(arches)]
         return Artifact(path=rel, format="macho", kind="unknown", machine="fat:" + ",".join(cpus),
                         problems=["a universal (fat) file: crossbuild builds one architecture per target"])
     magic = struct.unpack("<I", head[:4])[0]
     order = "<" if magic in (0xFEEDFACE, 0xFEEDFACF) else ">"
     bits = 64 if magic in (0xFEEDFACF, 0xCFFAEDFE) else 32
-    cputype, _, filetype, ncmds, sizeofcmds = struct.unpack(order + "iIIII", head[4:24])
+    cputype, cpusubtype, filetype, ncmds, sizeofcmds = struct.unpack(order + "iIIII", head[4:24])
     kinds = {1: "object", 2: "executable", 6: "shared_library", 8: "shared_library"}  # MH_DYLIB, MH_BUNDLE
     a = Artifact(path=rel, format="macho", kind=kinds.get(filetype, "unknown"),
                  machine=_MACHO_CPU.get(cputype, hex(cputype)), bits=bits,
                  endian="little" if order == "<" else "big")
+    if a.machine == "arm64" and cpusubtype & 0xFF == _CPU_SUBTYPE_ARM64E:
+        a.machine = "arm64e"  # pointer authentication: macOS runs only Apple's own arm64e code by default
     header_size = 32 if bits == 64 else 28
     if sizeofcmds > min(size - header_size, MAX_MACHO_COMMANDS_BYTES):
         a.problems.append("not a sound Mach-O file: its load commands lie outside the file")
@@ -50,6 +58,8 @@ def describe_macho(stream, rel: str) -> Artifact:
     commands = stream.read(sizeofcmds)
     code: list[tuple[int, int]] = []  # file ranges of sections holding instructions
     entry = None
+    threads = False
+    platforms = 0
     pos = 0
     for _ in range(ncmds):
         if pos + 8 > len(commands):
@@ -78,22 +88,35 @@ def describe_macho(stream, rel: str) -> Artifact:
         elif cmd == _LC_BUILD_VERSION:
             platform, minos = struct.unpack(order + "II", body[8:16])
             a.os_abi, a.min_os = _MACHO_PLATFORMS.get(platform, str(platform)), _macho_version(minos)
+            platforms += 1
         elif cmd == _LC_VERSION_MIN_MACOSX:
             a.os_abi, a.min_os = "macos", _macho_version(struct.unpack(order + "I", body[8:12])[0])
+            platforms += 1
+        elif cmd in _LC_THREADS:
+            threads = True
+        elif cmd == _LC_CODE_SIGNATURE:
+            a.signed = True
         elif cmd == _LC_ID_DYLIB:
             a.install_name = _macho_string(body, order)
         elif cmd in _LC_LOAD_DYLIBS:
-            a.needed.append(_macho_string(body, order))
+            name = _macho_string(body, order)
+            if name not in a.needed and len(a.needed) < MAX_NEEDED:  # a report, not a copy of a flood of commands
+                a.needed.append(name)
         elif cmd == _LC_LOAD_DYLINKER:
             a.interpreter = _macho_string(body, order)
             a.libc = "libsystem" if a.interpreter == "/usr/lib/dyld" else None
         elif cmd == _LC_MAIN:
             entry = struct.unpack(order + "Q", body[8:16])[0]  # a file offset (__TEXT starts the file)
-        elif cmd == _LC_RPATH:
+        elif cmd == _LC_RPATH and len(a.rpaths) < MAX_NEEDED:
             a.rpaths.append(_macho_string(body, order))
         pos += cmdsize
+    if platforms > 1:  # the loader takes one; a second may say another system or an older minimum
+        a.problems.append(f"{platforms} platform commands (LC_BUILD_VERSION, LC_VERSION_MIN_MACOSX): which system "
+                          "and release it is for is ambiguous")
     if a.kind == "executable":
         a.linkage = "dynamic" if a.interpreter else "static"
+        if entry is None and not threads:
+            a.problems.append("no entry point (LC_MAIN): not a program the system can start")
     if a.kind in ("executable", "shared_library"):
         a.code = bool(code)
         if not code:

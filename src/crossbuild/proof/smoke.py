@@ -119,7 +119,7 @@ def smoke_runs(root: Path, target: Target, artifacts: list[dict], box: Sandbox, 
         exe = root / a["path"]
         run = SmokeRun(path=a["path"], command=[str(exe)])
         dynamic = a.get("linkage") == "dynamic"
-        argv, why_not = runner_argv(target, exe, dynamic=dynamic, lib_dirs=lib_dirs)
+        argv, why_not = runner_argv(target, exe, dynamic=dynamic, lib_dirs=lib_dirs, workspace=within)
         if argv is not None and dynamic and target.libc == "musl":
             why_not = loader_lacks(target, root, a["path"], lib_rels, list(dependency_lib_dirs))
         if argv is None or why_not:

@@ -15,7 +15,7 @@ from elftools.elf.enums import ENUM_E_MACHINE
 
 from crossbuild.env import cxx_runtime, musl_loader, musl_sysroot, workspace
 from crossbuild.env.sandbox import Sandbox
-from crossbuild.env.toolchain import qemu_sysroot
+from crossbuild.env.toolchain import XBUILD, qemu_sysroot
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.binary_formats import dynamic_symbols
@@ -23,6 +23,8 @@ from crossbuild.proof.binary_formats import dynamic_symbols
 
 def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
     """The qemu prefix that runs this target's programs, or why they cannot run here."""
+    if target.is_windows and (wine := host.find_wine()):
+        return [wine], None  # its prefix and settings come from the workspace's target-run (runner_argv)
     if target.qemu is None:
         return None, cannot_run_here(target)
     qemu = host.find_qemu(target.qemu)
@@ -34,7 +36,7 @@ def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
 def cannot_run_here(target: Target) -> str:
     """Why TARGET's programs do not run on this machine (its builds are proven from their bytes: `built`)."""
     if target.is_windows:
-        return "Windows executables are scanned only (no wine)"
+        return "Windows executables are scanned only (no wine: `apt-get install --no-install-recommends wine64`)"
     system = {"macos": "macOS", "freebsd": "FreeBSD"}.get(target.os, target.os)
     return f"{system} programs are scanned only (qemu-user runs Linux programs alone)"
 
@@ -87,11 +89,18 @@ def test_program_box(box: Sandbox, target: Target) -> Sandbox:
 
 
 def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str] = (),
-                args: list[str] = ()) -> tuple[list[str] | None, str | None]:
-    """The command that runs EXE (with ARGS) on this machine, or why it cannot run here."""
+                args: list[str] = (), workspace: Path | None = None) -> tuple[list[str] | None, str | None]:
+    """The command that runs EXE (with ARGS) on this machine, or why it cannot run here. A Windows program runs
+    under Wine through WORKSPACE's target-run (its own prefix), finding the DLLs of LIB_DIRS through WINEPATH."""
     prefix, why = qemu_command(target)
     if prefix is None:
         return None, why
+    if target.is_windows:
+        script = workspace / XBUILD / "bin" / "target-run" if workspace is not None else None
+        if script is None or not script.is_file():
+            return None, "Windows programs run under Wine with their workspace's prefix, and there is none here"
+        dll_path = ";".join("Z:" + d.replace("/", "\\") for d in lib_dirs)
+        return ["/usr/bin/env", f"WINEPATH={dll_path}", str(script), str(exe), *args], None
     argv = list(prefix)
     if dynamic:
         sysroot, why = loader_root(target)

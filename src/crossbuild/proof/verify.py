@@ -237,6 +237,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         box = test_program_box(build_box, target)
         report.sandbox = box.backend
         if toolchain is not None:
+            if target.is_windows:  # a fresh Wine prefix for the test programs: nothing the build's runs left in it
+                _throw_away_wine_prefix(toolchain)
             log_dir = Path(tempfile.mkdtemp(prefix="verify-", dir=toolchain.logs))
             # the dependencies' shared libraries, where the build linked them from (a target system would have
             # them installed too)
@@ -265,7 +267,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                 report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, Path(tmp))
         for run in report.smoke_runs:
             if run.failed:
-                report.reasons.append(f"{run.label} failed under qemu ({run.why})")
+                report.reasons.append(f"{run.label} failed under {'Wine' if target.is_windows else 'qemu'} "
+                                      f"({run.why})")
         if toolchain is not None and not report.reasons and not_tested(True, report.smoke_runs, switched_off):
             # no usable test suite: crossbuild's own probes run every product on the target instead
             note("probes: running every product on the target")
@@ -276,11 +279,18 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         report.reasons += _written_by_runs(report, root, toolchain, target, allow_host, for_build, identities,
                                            root_id, written)
         remember_run_outputs(toolchain, root, written)  # not the build's: no later clean rebuild must make them
+    if run_tests and toolchain is not None and target.is_windows:
+        _throw_away_wine_prefix(toolchain)  # ~700 MB of Wine's own DLLs: made again by the next run that needs it
     report.ok = not report.reasons
     proof = proof_of(report.ok, run_tests, report.smoke_runs, report.probe_runs if run_tests else None,
                      switched_off, cannot_run=target.qemu is None and cannot_run_here(target) or None)
     report.proof, report.proof_counts, report.proof_why = proof.level, proof.counts, proof.why_not_higher
     return report
+
+
+def _throw_away_wine_prefix(toolchain: Toolchain) -> None:
+    for path in (toolchain.wine_prefix, toolchain.wine_prefix.with_name("wine.lock")):
+        safefs.remove_tree(toolchain.workspace, path.relative_to(toolchain.workspace))
 
 
 def _scans(root: Path, toolchain: Toolchain | None) -> list[tuple[Path, ScanResult]]:
