@@ -122,8 +122,11 @@ def find_qemu(name: str) -> str | None:
 
 
 def find_wine() -> str | None:
-    """Wine's 64-bit loader, which runs x86_64 Windows programs (Debian's wine64: /usr/lib/wine/wine64, also named
-    wine64 on PATH), or None."""
+    """Wine's 64-bit loader, which runs x86_64 Windows programs on an x86_64 machine (Debian's wine64:
+    /usr/lib/wine/wine64, also named wine64 on PATH), or None (not installed, or another machine: Wine is no
+    emulator)."""
+    if platform.machine() != "x86_64":
+        return None
     debian = Path("/usr/lib/wine/wine64")
     return str(debian) if debian.is_file() and os.access(debian, os.X_OK) else find_tool("wine64")
 

@@ -47,7 +47,7 @@ def exec_handler(target: Target) -> str | None:
     qemu-user-binfmt; None when the target runs natively or has no qemu. Its qemu finds the loader through
     QEMU_LD_PREFIX (runner_argv), since binfmt passes no options."""
     prefix, _ = qemu_command(target)
-    if prefix is None or target.arch == platform.machine():
+    if prefix is None or target.arch == platform.machine() or not target.is_linux:  # binfmt here is for ELF
         return None
     order = "<" if target.endian == "little" else ">"
     ident = b"\x7fELF" + bytes([1 if target.bits == 32 else 2, 1 if order == "<" else 2, 1]) + bytes(9)
