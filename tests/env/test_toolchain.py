@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,27 @@ def test_a_reinstalled_zig_at_the_same_path_still_links_windows_programs_in_the_
     after = link_in_sandbox("after")
     assert after.ok, Path(after.log_path).read_text()[-2000:]
     assert (tmp_path / "after" / "hello.exe").read_bytes()[:2] == b"MZ"
+
+
+def test_meson_with_our_cross_file_never_tries_to_download_a_subproject(make_toolchain, tmp_path):
+    """Builds have no network, so a wrap that clones its subproject can only fail on the clone, naming no
+    dependency (gjs: `Git command failed ... gitlab.gnome.org`). Real Meson with the cross file: the fallback is
+    not downloaded and the error says so; Meson never ran git."""
+    meson = shutil.which("meson") or str(Path(os.sys.executable).parent / "meson")
+    tc = make_toolchain("aarch64-linux-musl")
+    src = tmp_path / "src"
+    (src / "subprojects").mkdir(parents=True)
+    (src / "meson.build").write_text("project('wraps')\n"
+                                     "dep = dependency('crossbuild-absent-1.0', fallback: ['absent', 'absent_dep'])\n")
+    (src / "subprojects" / "absent.wrap").write_text("[wrap-git]\nurl = https://git.invalid/absent.git\n"
+                                                     "revision = main\n")
+    fake_git = tmp_path / "bin" / "git"  # first on PATH: records any call
+    fake_git.parent.mkdir()
+    fake_git.write_text(f"#!/bin/sh\necho called >> {tmp_path}/git-called\nexit 1\n")
+    fake_git.chmod(0o755)
+    env = {**tc.env.as_dict(), "PATH": f"{fake_git.parent}:{tc.env.vars['PATH']}"}
+    r = subprocess.run([meson, "setup", str(tmp_path / "build"), str(src), *tc.meson_args()], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "wrap-based subproject downloading is disabled" in r.stdout + r.stderr
+    assert not (tmp_path / "git-called").exists()

@@ -222,3 +222,19 @@ def test_a_missing_pkg_config_module_is_named_by_the_module_not_by_autoconfs_var
     (GTK30) named nothing build_dependency could find."""
     m = KB.search(log)[0]
     assert m.entry.id == "pkg-config-module-missing" and [a.name for a in m.actions()] == [module]
+
+
+def test_a_module_already_tried_is_not_offered_again_under_its_normalised_name():
+    """gjs (Debian 12), real Meson output: gobject-introspection-1.0 was offered and its build failed; the next
+    search offered `gobject-introspection-N` (the name with its numbers normalised away), which no package
+    provides, and the planner spent a step on it. A module once shown is not shown again in another spelling."""
+    log = ("Run-time dependency libffi found: YES 3.4.4\nFound CMake: NO\n"
+           "Run-time dependency gobject-introspection-1.0 found: NO  (tried pkg-config and cmake)\n"
+           "Looking for a fallback subproject for the dependency gobject-introspection-1.0\n"
+           "ERROR: Subproject gobject-introspection is buildable: NO\n")
+    first = {m.entry.id: m for m in KB.search(log)}
+    assert first["pkg-config-module-missing"].groups[0] == "gobject-introspection-1.0"
+    shown = {(m.entry.id, m.groups) for m in first.values()}
+    again = {m.entry.id: m for m in KB.search(log, seen=lambda m: (m.entry.id, m.groups) in shown)}
+    offered = [g for m in again.values() for g in m.groups]
+    assert not any("gobject-introspection" in (g or "") for g in offered), offered

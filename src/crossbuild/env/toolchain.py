@@ -369,6 +369,10 @@ class Toolchain:
         out += [f"{k} = {s(v)}" for k, v in binaries.items()]
         out += ["", "[properties]", f"pkg_config_libdir = {s(self.pkg_config_libdir)}",
                 f"sys_root = {s(self.prefix)}", "",
+                # builds have no network: a wrap that downloads its subproject can only fail, after a clone's
+                # error that names no dependency; without downloads Meson says which dependency is missing (one
+                # whose subproject ships in subprojects/ still builds; --wrap-mode on the command line wins)
+                "[built-in options]", "wrap_mode = 'nodownload'", "",
                 "[host_machine]", f"system = {s(t.meson_system)}", f"cpu_family = {s(t.meson_cpu_family)}",
                 f"cpu = {s(t.meson_cpu)}", f"endian = {s(t.endian)}"]
         return "\n".join(out) + "\n"

@@ -8,7 +8,7 @@ import re
 import sqlite3
 import threading
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -183,6 +183,17 @@ def _error_matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str
     yield from status
 
 
+def _first_text_matches(pattern: re.Pattern[str], texts: Sequence[str]) -> Iterator[re.Match[str]]:
+    """PATTERN's matches in the first of TEXTS it matches at all: the later texts are the same output normalised,
+    whose captures name the same things worse (`gobject-introspection-N`, which no package provides, once the
+    module `gobject-introspection-1.0` captured from the output itself had been tried)."""
+    for text in texts:
+        matches = list(_error_matches(pattern, text))
+        if matches:
+            yield from matches
+            return
+
+
 # CMake wraps a message's body at ~80 columns, each line indented by two spaces, so a phrase a symptom names can
 # break wherever a long path before it ends (`add_subdirectory given source\n  "/usr/src/googletest/" which ...`)
 _CMAKE_MESSAGE = re.compile(r"^CMake (Error|Warning|Deprecation)", re.MULTILINE)
@@ -231,7 +242,7 @@ class KnowledgeBase:
         texts = (query, norm, *_cmake_unwrapped(query))
         for e in self.entries.values():
             score = 100.0 + 100.0 * e.priority + bm25.get(e.id, 0.0)
-            for m in (m for p in e.patterns for text in texts for m in _error_matches(p, text)):
+            for m in (m for p in e.patterns for m in _first_text_matches(p, texts)):
                 recognised = True
                 match = Match(e, score, "fingerprint", tuple(g or "" for g in m.groups()))
                 if seen is None or not seen(match):
