@@ -11,6 +11,7 @@ from rich.table import Table
 
 from crossbuild.cli.common import console, err, fail, open_trace, print_table
 from crossbuild.proof.levels import Proof
+from crossbuild.trace import phases
 from crossbuild.trace import runs as runs_mod
 
 runs_app = typer.Typer(help="The record of past runs (SQLite trace).", no_args_is_help=True)
@@ -43,8 +44,9 @@ def runs_show(run_id: str = typer.Argument(..., help="A run id (or a unique pref
         err.print(f"[red]error:[/] no single run matches {run_id!r}; see crossbuild runs list")
         raise typer.Exit(2)
     events = runs_mod.story(conn, run["id"])
+    seconds = phases.run_phases(conn, run["id"])
     if as_json:
-        console.print_json(json.dumps({"run": run, "events": events}, default=str))
+        console.print_json(json.dumps({"run": run, "events": events, "seconds": seconds}, default=str))
         return
     console.print(f"[bold]run {run['id']}[/]: {run['source']} → {run['target']} with {run['model']} "
                   f"(crossbuild {run['version']})")
@@ -85,6 +87,9 @@ def runs_show(run_id: str = typer.Argument(..., help="A run id (or a unique pref
             level = Proof(verdict.get("proof"), verdict.get("proof_counts") or {}, verdict.get("proof_why"))
             console.print(f"proof: {level.phrase() if level.level else 'not recorded (a run from before levels)'}",
                           markup=False, highlight=False)
+    if seconds:
+        console.print("time per phase: " + ", ".join(f"{k} {v:.1f}s" for k, v in seconds.items()), markup=False,
+                      highlight=False)
 
 
 @runs_app.command("stats")

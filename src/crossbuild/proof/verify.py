@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -67,6 +68,7 @@ class VerifyReport:
     proof_counts: dict[str, int] = field(default_factory=dict)
     proof_why: str | None = None
     needs_runtime: str | None = None  # the shared C++ runtime the products link (cxx_runtime.py), to ship with them
+    seconds: dict[str, float] = field(default_factory=dict)  # time per phase of the verdict (`runs show`)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -164,12 +166,17 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
         report.reasons.append(f"{root} is {'a link' if root.is_symlink() else 'not a directory'}, not a build folder")
         return report
     allow_host = allow_host or []
-    note = box.watch.note if box is not None else (lambda *_: None)  # the phases, for whoever watches the call
+    watch = box.watch.note if box is not None else (lambda *_: None)  # the phases, for whoever watches the call
+    clock = _PhaseClock(report.seconds)
+
+    def note(text: str, phase: str | None = None) -> None:
+        clock.start(phase)
+        watch(text)
 
     if rebuild_steps:
         if toolchain is None:
             raise ValueError("a clean rebuild needs the toolchain (BuildEnv) it was built with")
-        note(f"clean rebuild: {len(rebuild_steps)} recorded steps again from the pristine source")
+        note(f"clean rebuild: {len(rebuild_steps)} recorded steps again from the pristine source", "clean rebuild")
         report.rebuild = clean_rebuild(root, rebuild_steps, toolchain, rebuild_source, box, rebuild_edits)
         if not report.rebuild["ok"]:
             report.reasons.append(f"clean rebuild failed: {report.rebuild['error']}")
@@ -179,7 +186,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     root_id = _identity(root.parent, root.name)
     installed = _installed_names(toolchain)
     for_build = BuildMachineOutputs(toolchain, installed)
-    note("reading every artifact's format and architecture")
+    note("reading every artifact's format and architecture", "artifact scan")
     for anchor, scan in _scans(root, toolchain):
         shown = _shown(root, anchor)
         report.probes_excluded += len(scan.probes_excluded)
@@ -247,7 +254,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             # Not when the steps turned tests off (it would run tests whose programs were never built), except a
             # Makefile's test goal the build left out of one folder, which builds what it runs.
             runs_harness = not blocking and (not switched_off or left_out is not None)
-            note("running the project's tests on the target")
+            note("running the project's tests on the target", "tests")
             report.smoke_runs = harness_runs(root, target, report.artifacts, toolchain, box, smoke_timeout_s,
                                              log_dir, deps, taken, left_out if switched_off else None,
                                              budget=suite_budget_s) if runs_harness else []
@@ -259,7 +266,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                                                source=toolchain.workspace / rebuild_source,
                                                own_folders=own_folders(root, toolchain), within=toolchain.workspace)
             if build_machine_check and rebuild_steps and not report.reasons:
-                note("build-machine check: the failed tests, built for this machine")
+                note("build-machine check: the failed tests, built for this machine", "build-machine check")
                 native_check.recheck(report.smoke_runs, root, toolchain, rebuild_steps, rebuild_source,
                                      rebuild_edits, box, smoke_timeout_s, provide_dependencies)
         else:
@@ -271,21 +278,36 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                                       f"({run.why})")
         if toolchain is not None and not report.reasons and not_tested(True, report.smoke_runs, switched_off):
             # no usable test suite: crossbuild's own probes run every product on the target instead
-            note("probes: running every product on the target")
+            note("probes: running every product on the target", "probes")
             report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,
                                          smoke_timeout_s, log_dir, deps, installed)
     if run_tests and toolchain is not None:  # what the tests and probes ran could write the build's folders
+        clock.start("what the runs wrote")
         written: list[str] = []
         report.reasons += _written_by_runs(report, root, toolchain, target, allow_host, for_build, identities,
                                            root_id, written)
         remember_run_outputs(toolchain, root, written)  # not the build's: no later clean rebuild must make them
     if run_tests and toolchain is not None and target.is_windows:
         _throw_away_wine_prefix(toolchain)  # ~700 MB of Wine's own DLLs: made again by the next run that needs it
+    clock.start(None)
     report.ok = not report.reasons
     proof = proof_of(report.ok, run_tests, report.smoke_runs, report.probe_runs if run_tests else None,
                      switched_off, cannot_run=target.qemu is None and cannot_run_here(target) or None)
     report.proof, report.proof_counts, report.proof_why = proof.level, proof.counts, proof.why_not_higher
     return report
+
+
+class _PhaseClock:
+    """Seconds per phase of a verdict: each phase lasts from its start to the next one's (None: the end)."""
+
+    def __init__(self, into: dict[str, float]):
+        self.into, self.phase, self.since = into, None, time.monotonic()
+
+    def start(self, phase: str | None) -> None:
+        now = time.monotonic()
+        if self.phase is not None:
+            self.into[self.phase] = round(self.into.get(self.phase, 0.0) + now - self.since, 2)
+        self.phase, self.since = phase, now
 
 
 def _throw_away_wine_prefix(toolchain: Toolchain) -> None:
