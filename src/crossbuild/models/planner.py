@@ -195,8 +195,11 @@ class Planner:
                 s.make_clean = False
                 s.cleaning = "optional"
                 return self._call("run_command", command="make clean", cwd=step["cwd"])
+            env = {**s.env, **step.get("env", {})}
+            if step["phase"] in _PHASES_WITHOUT_WERROR:
+                env.setdefault("CROSSBUILD_NO_WERROR", "1")
             return self._call("run_command", command=shlex.join(self._argv(step)), cwd=step["cwd"],
-                              env={**s.env, **step.get("env", {})} or None, timeout=BUILD_TIMEOUT_S)
+                              env=env or None, timeout=BUILD_TIMEOUT_S)
         return self._finish("blocked", "the planner lost track of its plan (unexpected state)")
 
     def _argv(self, step: dict[str, Any]) -> list[str]:
@@ -790,6 +793,10 @@ class Planner:
 # After a failed verdict only fixes that change how the same code is compiled are taken (-fno-builtin for a test
 # that counts allocations): one that drops tests or goals would hide the failing test it was attached for.
 # What turns tests off is proof.tests_off's one definition (turns_tests_off); the knowledge base flags such actions.
+# Warnings made errors stop builds whose code is right (zig's clang warns where the authors' gcc did not), and the
+# planner always met them first and always fixed them the same way; the code compiled is the same without them,
+# so build steps never make them fatal. Configure steps keep them: a check may read -Werror to decide support.
+_PHASES_WITHOUT_WERROR = frozenset({"build", "check", "install"})
 _VERDICT_FIX_KINDS = frozenset({"cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env",
                                 "clean"})
 
