@@ -18,7 +18,7 @@ def test_targets_json_lists_required_targets():
     names = [t["name"] for t in json.loads(r.stdout)]
     for n in ("aarch64-linux-musl", "aarch64-linux-gnu", "x86_64-linux-musl", "riscv64-linux-musl",
               "arm-linux-musleabihf", "x86_64-windows-gnu", "aarch64-macos", "x86_64-macos", "aarch64-freebsd",
-              "x86_64-freebsd"):
+              "x86_64-freebsd", "wasm32-wasi"):
         assert n in names
 
 
@@ -73,12 +73,14 @@ def test_quick_refuses_broken_sources(tmp_path):
     ("arm-linux-musleabihf", "cmake", "EM_ARM"),
     *(("aarch64-macos", system, "arm64") for system in ("cmake", "meson", "autotools")),
     ("x86_64-freebsd", "cmake", "EM_X86_64"), ("aarch64-freebsd", "autotools", "EM_AARCH64"),
+    *(("wasm32-wasi", system, "wasm32") for system in ("cmake", "meson", "autotools")),
 ])
 def test_quick_builds_and_verifies_example(tmp_path, target, system, expect_machine):
     src = tmp_path / "libcalc"
     shutil.copytree(EXAMPLE, src)
     # macOS and FreeBSD programs cannot run here: `built` is accepted by name; Windows ones run under Wine
     windows = target.endswith("windows-gnu")
+    wasm = target == "wasm32-wasi"  # under wasmtime, through the workspace's target-run as Wine
     scan_only = target.endswith(("macos", "freebsd"))
     r = cb("quick", str(src), "-t", target, "--system", system, "-w", str(tmp_path / "ws"), "--json",
            *(["--require", "built"] if scan_only else []))
@@ -90,10 +92,10 @@ def test_quick_builds_and_verifies_example(tmp_path, target, system, expect_mach
     assert programs and all(a["machine"] == expect_machine for a in programs)
     # the project's own harness ran its test (Meson names it `project:test`); under Wine, the harnesses that start
     # each test through the emulator (automake's `make check` would start the .exe bare: its test runs alone)
-    assert report["harness"] == (None if scan_only or (windows and system == "autotools") else {
+    assert report["harness"] == (None if scan_only or ((windows or wasm) and system == "autotools") else {
         "cmake": "ctest", "meson": "meson test", "autotools": "make check"}[system])
     runs = {Path(r_["path"].split(":")[-1]).name: r_ for r_ in report["smoke_runs"]}
-    test_prog = runs.get("test_calc") or runs.get("test_calc.exe")
+    test_prog = runs.get("test_calc") or runs.get("test_calc.exe") or runs.get("test_calc.wasm")
     assert test_prog is not None, runs
     if scan_only:
         assert test_prog["skipped"].startswith(("macOS programs are scanned only", "FreeBSD programs are scanned only"))

@@ -61,6 +61,8 @@ const char *calc_machine(void) {
     return "arm";
 #elif defined(__x86_64__)
     return "x86_64";
+#elif defined(__wasm32__)
+    return "wasm32";
 #else
     return "unknown";
 #endif

@@ -64,6 +64,10 @@ def run_checks() -> list[Check]:
                         "under it", False) if wine else Check(
         "wine64", "missing", "Windows programs are scanned only; fix: apt-get install --no-install-recommends wine64",
         False))
+    site = host.wasmtime_site()
+    checks.append(Check("wasmtime", "ok", f"the Python package ({site}): WebAssembly test programs run under it",
+                        False) if site else Check(
+        "wasmtime", "missing", "WebAssembly modules are scanned only; fix: pip install wasmtime", False))
     for qemu in sorted({t.qemu for t in TARGETS.values() if t.qemu}):
         checks.append(_tool(qemu, "apt-get install qemu-user", version_args=("-version",), required=False))
     # the one crossbuild prefers: a test's LD_PRELOAD for its target program never reaches a static qemu's host loader

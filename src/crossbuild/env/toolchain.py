@@ -26,6 +26,7 @@ from crossbuild.foundation.progress import NoteFn
 from crossbuild.foundation.targets import Target
 
 ZIGWRAP = Path(__file__).with_name("zigwrap.py")
+WASIRUN = Path(__file__).with_name("wasirun.py")
 XBUILD = ".xbuild"  # crossbuild's own files in a workspace: read-only to builds
 HOST_BUILD_TOOLS = ("meson", "ninja", "cmake", "ctest", "cpack")  # pip installs these beside crossbuild
 SCRATCH = ".scratch"  # what builds may write besides the project (HOME, TMPDIR, their zig cache layer)
@@ -179,9 +180,11 @@ class Toolchain:
 
     @property
     def emulator(self) -> Path | None:
-        """`.xbuild/bin/target-run PROGRAM ARGS`: runs a target program under qemu-user, or a Windows one under
-        Wine when it is installed (None where nothing runs the target's programs here: macOS, FreeBSD)."""
-        runs = self.target.qemu is not None or (self.target.is_windows and host.find_wine() is not None)
+        """`.xbuild/bin/target-run PROGRAM ARGS`: runs a target program under qemu-user, a Windows one under Wine
+        and a WebAssembly one under wasmtime when they are installed (None where nothing runs the target's programs
+        here: macOS, FreeBSD)."""
+        runs = self.target.qemu is not None or (self.target.is_windows and host.find_wine() is not None) or (
+            self.target.is_wasm and host.wasmtime_site() is not None)
         return self.bindir / "target-run" if runs else None
 
     @property
@@ -304,6 +307,12 @@ class Toolchain:
         self._write(self.bindir / "pkg-config", pkg, executable=True)
         if self.emulator and t.is_windows:
             self._write(self.emulator, wine_script(host.find_wine() or "wine64", self.wine_prefix), executable=True)
+        elif self.emulator and t.is_wasm:
+            self._write(self.xbuild / WASIRUN.name, WASIRUN.read_text(encoding="utf-8"))
+            argv = [sys.executable, "-I", "-S", str(self.xbuild / WASIRUN.name), str(host.wasmtime_site()),
+                    str(self.workspace)]
+            self._write(self.emulator, "#!/bin/sh\n# run a WebAssembly program under wasmtime, this workspace "
+                        "preopened\nexec " + " ".join(shlex.quote(a) for a in argv) + ' "$@"\n', executable=True)
         elif self.emulator:
             qemu = host.find_qemu(t.qemu) or t.qemu
             sysroot = self.qemu_sysroot()

@@ -120,6 +120,8 @@ def _warm_language(zig: Path, target: Target, lang: str, shared: Path,
                 if target.is_windows and lang == "c":
                     _warm_resource_compiler(zig, Path(tmp), env)
                 continue
+            if kind == "shared" and target.is_wasm:
+                continue  # WASI preview 1 has no shared libraries
             extra = ["-shared", "-fPIC"] if kind == "shared" else []
             out = Path(tmp) / f"out{i}{suffix[kind]}"
             r = subprocess.run([str(zig), driver, "-target", target.zig_target, *flags, *extra, str(src), "-o",

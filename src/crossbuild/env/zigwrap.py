@@ -105,6 +105,9 @@ def _translate_march(value: str, arch: str) -> str | None:
     return None
 
 
+_WASI_EMULATED = ("signal", "mman", "process_clocks", "getpid")
+
+
 def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch: str, binary_format: str,
                bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False,
                pie: bool = False, prefix: str | None = None, cxx_runtime: str | None = None,
@@ -246,6 +249,13 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
         # (zlib's configure then silently drops its shared library).
         tail.append("-Wl,--undefined-version")
 
+    if binary_format == "wasm":
+        # wasi-libc declares signal(), mmap(), clock() and getpid() only with these, and its headers then
+        # #error out; every project that meets them is built the same way (wasi-sdk's emulations), and the
+        # libraries, static, add only what a module calls
+        base += [f"-D_WASI_EMULATED_{name.upper()}" for name in _WASI_EMULATED]
+        if link and (sources or out) and "-r" not in args and not any(a == "-nostdlib" for a in args):
+            tail += [f"-lwasi-emulated-{name.replace('_', '-')}" for name in _WASI_EMULATED]
     if prefix:
         # the prefix is the target's /usr for what was cross-built into it: a Debian-patched project includes
         # <gmock/gmock.h> and links -lgtest with no find_package, as its cross compiler finds them in the

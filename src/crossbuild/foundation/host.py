@@ -85,6 +85,15 @@ def zig_executable() -> Path | None:
     return exe if exe.exists() else None
 
 
+def wasmtime_site() -> Path | None:
+    """The folder holding the installed `wasmtime` package (its Python bindings and runtime library), which runs
+    WebAssembly test programs; None when it is not installed."""
+    spec = importlib.util.find_spec("wasmtime")
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).resolve().parent.parent
+
+
 def zig_version() -> str:
     """The pinned zig's version (from the `ziglang` package), part of every cache key."""
     try:

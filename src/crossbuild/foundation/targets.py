@@ -18,10 +18,10 @@ class UnknownTargetError(ValueError):
 @dataclass(frozen=True)
 class Target:
     name: str  # canonical, as the user types it: "aarch64-linux-gnu.2.28"
-    arch: str  # zig/LLVM arch name: aarch64, riscv64, arm, x86_64
-    os: str  # linux | windows | macos | freebsd
-    abi: str  # musl | gnu | musleabihf | gnueabihf | none (macOS and FreeBSD: one C library each)
-    binary_format: str  # elf | pe | macho
+    arch: str  # zig/LLVM arch name: aarch64, riscv64, arm, x86_64, wasm32
+    os: str  # linux | windows | macos | freebsd | wasi
+    abi: str  # musl | gnu | musleabihf | gnueabihf | none (macOS, FreeBSD and WASI: one C library each)
+    binary_format: str  # elf | pe | macho | wasm
     bits: int  # 32 | 64
     endian: str  # little | big
     # ELF e_machine as pyelftools names it (EM_AARCH64 ...), the PE machine name (IMAGE_FILE_MACHINE_AMD64) or the
@@ -55,19 +55,24 @@ class Target:
         return self.os == "linux"
 
     @property
+    def is_wasm(self) -> bool:
+        return self.binary_format == "wasm"
+
+    @property
     def libc(self) -> str:
-        """musl, glibc, mingw, freebsd (FreeBSD's libc.so.7) or libsystem (macOS): what links the programs."""
+        """musl, glibc, mingw, freebsd (FreeBSD's libc.so.7), libsystem (macOS) or wasi-libc: what links the
+        programs."""
         if self.is_windows:
             return "mingw"
         if not self.is_linux:
-            return {"macos": "libsystem", "freebsd": "freebsd"}[self.os]
+            return {"macos": "libsystem", "freebsd": "freebsd", "wasi": "wasi-libc"}[self.os]
         return "musl" if self.abi.startswith("musl") else "glibc"
 
     @property
     def dynamic_loader(self) -> str | None:
         """The program interpreter a correctly built dynamic executable for this target asks for (ELF's PT_INTERP,
-        Mach-O's LC_LOAD_DYLINKER); None for Windows."""
-        if self.is_windows:
+        Mach-O's LC_LOAD_DYLINKER); None for Windows and WebAssembly (no loader: a module's runtime runs it)."""
+        if self.is_windows or self.is_wasm:
             return None
         return _LOADERS[(self.arch, self.libc)]
 
@@ -100,7 +105,7 @@ class Target:
         }
 
 
-_FORMAT_NAMES = {"elf": "ELF", "pe": "PE", "macho": "Mach-O "}
+_FORMAT_NAMES = {"elf": "ELF", "pe": "PE", "macho": "Mach-O ", "wasm": "WebAssembly "}
 
 _LOADERS = {
     ("aarch64", "musl"): "/lib/ld-musl-aarch64.so.1",
@@ -186,6 +191,14 @@ TARGETS: dict[str, Target] = {
         _format_only("x86_64", "macos"),
         _format_only("aarch64", "freebsd"),
         _format_only("x86_64", "freebsd"),
+        # WASI preview 1 modules (zig's wasi-libc), run by wasmtime; no shared libraries, no loader. CMake knows
+        # the system as WASI; config.sub canonicalises wasm32-wasi to wasm32-unknown-wasi
+        Target(
+            name="wasm32-wasi", arch="wasm32", os="wasi", abi="none", binary_format="wasm", bits=32,
+            endian="little", machine="wasm32", float_abi=None, qemu=None, cmake_system_name="WASI",
+            cmake_system_processor="wasm32", meson_cpu_family="wasm32", meson_cpu="wasm32", meson_system="wasi",
+            autotools_host="wasm32-unknown-wasi", debian_arch="wasm32",
+        ),
     ]
 }
 
@@ -221,6 +234,10 @@ ALIASES = {
     "x86_64-freebsd-none": "x86_64-freebsd",
     "amd64-freebsd": "x86_64-freebsd",
     "arm64-freebsd": "aarch64-freebsd",
+    "wasm32-wasip1": "wasm32-wasi",  # Rust's name for WASI preview 1
+    "wasm32-wasi-musl": "wasm32-wasi",  # zig's full triple
+    "wasm32-unknown-wasi": "wasm32-wasi",
+    "wasi": "wasm32-wasi",
     # Debian's architecture names, whose libc Debian fixes: `arm64` is glibc, `musl-linux-arm64` is musl
     "arm64": "aarch64-linux-gnu",
     "amd64": "x86_64-linux-gnu",

@@ -35,10 +35,11 @@ from crossbuild.proof.binary_formats import (
 )
 from crossbuild.proof.macho import describe_macho
 from crossbuild.proof.probes import ProbeRecords
+from crossbuild.proof.wasm import describe_wasm
 
 MAX_SCAN_SECONDS = 600.0
 # Names that promise a binary; such a file with other content is reported (a renamed text file is no library).
-BINARY_SUFFIXES = (".o", ".obj", ".a", ".lib", ".so", ".dll", ".exe", ".dylib")
+BINARY_SUFFIXES = (".o", ".obj", ".a", ".lib", ".so", ".dll", ".exe", ".dylib", ".wasm")
 # What LLVM's linkers (zig's lld) write before renaming into place, `<output>.tmp` and 7 random hex digits; a link
 # that failed or was killed leaves it behind, half-written: not an artifact, and never run as a program.
 LINKER_TEMPORARY = re.compile(r"\.tmp[0-9a-f]{7}$")
@@ -144,6 +145,8 @@ def describe_file(f, rel: str, fmt: str, *, root: Path) -> list[Artifact]:
             return [describe_macho(f, rel)]
         if fmt == "coff":
             return [describe_coff(f.read(20), rel)]
+        if fmt == "wasm":
+            return [describe_wasm(f, rel, max_bytes=MAX_ARCHIVE_BYTES)]
     except (ELFError, pefile.PEFormatError, struct.error, OSError, ValueError) as e:
         return [Artifact(path=rel, format=fmt, kind="unknown", problems=[f"unreadable {fmt}: {e}"])]
     return []
@@ -184,6 +187,8 @@ def describe_archive(f, rel: str, thin: bool, *, root: Path) -> list[Artifact]:
                 m = describe_macho(io.BytesIO(blob), member_rel)
             except (struct.error, ValueError) as e:
                 m = Artifact(path=member_rel, format="macho", kind="object", problems=[f"unreadable Mach-O: {e}"])
+        elif fmt == "wasm":
+            m = describe_wasm(io.BytesIO(blob), member_rel, max_bytes=MAX_ARCHIVE_BYTES)
         elif blob[:4] == b"\x00\x00\xff\xff":  # short import object of a Windows import library
             machine = struct.unpack("<H", blob[6:8])[0]
             m = Artifact(path=member_rel, format="coff", kind="import_object",
@@ -216,6 +221,9 @@ def check_artifact(a: Artifact, target: Target, *, workspace: Path | None = None
         _check_elf(a, target, problems)
     elif target.binary_format == "macho":
         _check_macho(a, target, problems, workspace)
+    elif target.binary_format == "wasm":
+        if a.format != "wasm":
+            problems.append(f"{a.format.upper()} file, expected a WebAssembly module for {target.name}")
     elif a.format not in ("pe", "coff"):
         problems.append(f"{a.format.upper()} file, expected PE/COFF for {target.name}")
     elif a.machine != target.machine:

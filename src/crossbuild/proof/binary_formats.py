@@ -1,5 +1,6 @@
 """Read one binary's bytes: recognise its format from the magic, and describe an ELF, PE or COFF file or an ar
-archive's members as an `Artifact` (machine, bits, linkage, interpreter, float ABI, ...); Mach-O is `macho`'s.
+archive's members as an `Artifact` (machine, bits, linkage, interpreter, float ABI, ...); Mach-O is `macho`'s,
+WebAssembly `wasm`'s.
 Parsing only; which files to read and whether an artifact fits a target is `artifacts`' job."""
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ EF_ARM_ABI_FLOAT_SOFT = 0x200
 @dataclass
 class Artifact:
     path: str  # relative to the scanned root; archive members as "lib.a(member.o)"
-    format: str  # elf | pe | macho | ar | thin-ar | coff
+    format: str  # elf | pe | macho | wasm | ar | thin-ar | coff
     kind: str  # executable | shared_library | object | static_library | import_library | unknown
     machine: str | None = None
     bits: int | None = None
@@ -70,6 +71,8 @@ def sniff(head: bytes) -> str | None:
         return "thin-ar"
     if head.startswith(b"MZ"):
         return "pe"
+    if head.startswith(b"\x00asm"):
+        return "wasm"
     if len(head) >= 4 and struct.unpack("<I", head[:4])[0] in (0xFEEDFACE, 0xFEEDFACF, 0xCEFAEDFE, 0xCFFAEDFE):
         return "macho"
     if len(head) >= 8 and head[:4] in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf") and (

@@ -70,9 +70,11 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
                    for path in (str(root / a["path"]), os.path.realpath(root / a["path"]))}
     # a script or libtool wrapper starts target programs: only where the sandbox hands them to qemu (binfmt)
     starts_them = box.exec_handler is not None or (target.arch == platform.machine() and target.is_linux)
-    # Windows: the harnesses that start each test through the emulator (CTest's CMAKE_CROSSCOMPILING_EMULATOR,
-    # Meson's exe_wrapper: the workspace's target-run, Wine); a script or make goal would start a .exe bare
-    through_emulator = target.is_windows and harness is not None and harness.name in ("ctest", "meson test")
+    # Windows, WebAssembly: the harnesses that start each test through the emulator (CTest's
+    # CMAKE_CROSSCOMPILING_EMULATOR, Meson's exe_wrapper: the workspace's target-run, Wine or wasmtime); a script
+    # or make goal would start a .exe or a module bare
+    through_emulator = (target.is_windows or target.is_wasm) and harness is not None and harness.name in (
+        "ctest", "meson test")
     if harness is None or (target.qemu is None and not through_emulator) or not (starts_them or through_emulator) or (
             not executables and harness.name != make_goal.HARNESS):  # a goal may build its test programs itself
         return []

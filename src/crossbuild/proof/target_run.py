@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import platform
 import struct
+import sys
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
@@ -25,6 +26,8 @@ def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
     """The qemu prefix that runs this target's programs, or why they cannot run here."""
     if target.is_windows and (wine := host.find_wine()):
         return [wine], None  # its prefix and settings come from the workspace's target-run (runner_argv)
+    if target.is_wasm and host.wasmtime_site() is not None:
+        return [sys.executable], None  # wasirun.py, through the workspace's target-run (runner_argv)
     if target.qemu is None:
         return None, cannot_run_here(target)
     qemu = host.find_qemu(target.qemu)
@@ -37,6 +40,8 @@ def cannot_run_here(target: Target) -> str:
     """Why TARGET's programs do not run on this machine (its builds are proven from their bytes: `built`)."""
     if target.is_windows:
         return "Windows executables are scanned only (no wine: `apt-get install --no-install-recommends wine64`)"
+    if target.is_wasm:
+        return "WebAssembly modules are scanned only (no wasmtime: `pip install wasmtime`)"
     system = {"macos": "macOS", "freebsd": "FreeBSD"}.get(target.os, target.os)
     return f"{system} programs are scanned only (qemu-user runs Linux programs alone)"
 
@@ -95,10 +100,13 @@ def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str]
     prefix, why = qemu_command(target)
     if prefix is None:
         return None, why
-    if target.is_windows:
+    if target.is_windows or target.is_wasm:
         script = workspace / XBUILD / "bin" / "target-run" if workspace is not None else None
         if script is None or not script.is_file():
-            return None, "Windows programs run under Wine with their workspace's prefix, and there is none here"
+            runs = "Windows programs run under Wine" if target.is_windows else "WebAssembly programs run under wasmtime"
+            return None, f"{runs} through their workspace's target-run, and there is none here"
+        if target.is_wasm:
+            return [str(script), str(exe), *args], None
         dll_path = ";".join("Z:" + d.replace("/", "\\") for d in lib_dirs)
         return ["/usr/bin/env", f"WINEPATH={dll_path}", str(script), str(exe), *args], None
     argv = list(prefix)

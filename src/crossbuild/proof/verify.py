@@ -274,7 +274,8 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
                 report.smoke_runs = smoke_runs(root, target, report.artifacts, box, smoke_timeout_s, Path(tmp))
         for run in report.smoke_runs:
             if run.failed:
-                report.reasons.append(f"{run.label} failed under {'Wine' if target.is_windows else 'qemu'} "
+                runner = "Wine" if target.is_windows else "wasmtime" if target.is_wasm else "qemu"
+                report.reasons.append(f"{run.label} failed under {runner} "
                                       f"({run.why})")
         if toolchain is not None and not report.reasons and not_tested(True, report.smoke_runs, switched_off):
             # no usable test suite: crossbuild's own probes run every product on the target instead
