@@ -199,3 +199,23 @@ def test_meson_with_our_cross_file_never_tries_to_download_a_subproject(make_too
     assert r.returncode != 0
     assert "wrap-based subproject downloading is disabled" in r.stdout + r.stderr
     assert not (tmp_path / "git-called").exists()
+
+
+@pytest.mark.slow
+def test_cmake_knows_wasi_as_a_unix_system_without_shared_libraries(make_toolchain, tmp_path):
+    """CMake before 3.31 has no WASI platform ("System is unknown to cmake"), so `if(UNIX)` branches (json-c's
+    check of snprintf) were skipped and a SHARED library collided with its STATIC twin. Real CMake with the
+    toolchain file: UNIX and WASI are set, shared libraries are not supported, BUILD_SHARED_LIBS is off."""
+    tc = make_toolchain("wasm32-wasi")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(p C)\n"
+        "get_property(shared GLOBAL PROPERTY TARGET_SUPPORTS_SHARED_LIBS)\n"
+        'message(STATUS "crossbuild: UNIX=${UNIX} WASI=${WASI} shared=${shared} "\n'
+        '               "BUILD_SHARED_LIBS=${BUILD_SHARED_LIBS}")\n')
+    r = subprocess.run(["cmake", "-S", str(src), "-B", str(tmp_path / "build"), *tc.cmake_args()],
+                       env=tc.env.as_dict(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "crossbuild: UNIX=1 WASI=1 shared=FALSE BUILD_SHARED_LIBS=OFF" in r.stdout.replace("\n", "")
+    assert "unknown to cmake" not in r.stderr

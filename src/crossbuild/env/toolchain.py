@@ -226,6 +226,8 @@ class Toolchain:
         self.zig_cache.mkdir(parents=True, exist_ok=True)
         self._write_wrappers()
         self._write(self.cmake_toolchain_file, self.cmake_toolchain_text())
+        if self.target.is_wasm:
+            self._write(self.xbuild / "cmake" / "Platform" / "WASI.cmake", _CMAKE_WASI_PLATFORM)
         self._write(self.meson_cross_file, self.meson_cross_text())
         self._write(self.config_site, CONFIG_SITE)
         for name, script in host.autotools_scripts().items():  # for projects whose config.sub predates the target
@@ -355,6 +357,10 @@ class Toolchain:
                       for lang in ("C", "CXX")]
         if t.is_windows:
             lines.append(f'set(CMAKE_RC_COMPILER "{b}/windres")')
+        if t.is_wasm:  # CMake before 3.31 has no Platform/WASI.cmake: crossbuild's (newer CMakes read it too)
+            lines.append(f'list(PREPEND CMAKE_MODULE_PATH "{self.xbuild / "cmake"}")')
+            # the standard switch, off: a project's shared and static targets of one name would both be static
+            lines.append('set(BUILD_SHARED_LIBS OFF CACHE BOOL "WASI has no shared libraries")')
         if self.emulator:
             lines.append(f'set(CMAKE_CROSSCOMPILING_EMULATOR "{self.emulator}")')
         return "\n".join(lines) + "\n"
@@ -381,7 +387,8 @@ class Toolchain:
                 # builds have no network: a wrap that downloads its subproject can only fail, after a clone's
                 # error that names no dependency; without downloads Meson says which dependency is missing (one
                 # whose subproject ships in subprojects/ still builds; --wrap-mode on the command line wins)
-                "[built-in options]", "wrap_mode = 'nodownload'", "",
+                "[built-in options]", "wrap_mode = 'nodownload'",
+                *(["default_library = 'static'  # WASI has no shared libraries"] if t.is_wasm else []), "",
                 "[host_machine]", f"system = {s(t.meson_system)}", f"cpu_family = {s(t.meson_cpu_family)}",
                 f"cpu = {s(t.meson_cpu)}", f"endian = {s(t.endian)}"]
         return "\n".join(out) + "\n"
@@ -454,6 +461,18 @@ class Toolchain:
         if self.emulator and t.qemu is not None:
             v["QEMU_LD_PREFIX"] = str(self.qemu_sysroot())
         return BuildEnv(MappingProxyType(v))
+
+
+# WASI preview 1 as CMake should know it: a Unix-like system (`if(UNIX)` branches are the ones it needs: libm,
+# POSIX headers) of static modules; a SHARED library is built STATIC, as CMake does wherever shared ones are not
+# supported
+_CMAKE_WASI_PLATFORM = """# crossbuild: WASI (preview 1), for CMake releases without Platform/WASI.cmake
+include(Platform/UnixPaths)
+set(WASI 1)
+set(UNIX 1)
+set_property(GLOBAL PROPERTY TARGET_SUPPORTS_SHARED_LIBS FALSE)
+set(CMAKE_FIND_LIBRARY_SUFFIXES ".a")
+"""
 
 
 def wine_script(wine: str, prefix: Path) -> str:
