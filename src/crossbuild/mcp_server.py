@@ -42,7 +42,7 @@ the build_dependency call to make. If no workspace is open, call open_workspace 
 
 class OpenWorkspaceArgs(ToolArgs):
     target: str = Field(description="Target to build for, e.g. aarch64-linux-musl, riscv64-linux-musl, "
-                                    "x86_64-windows-gnu, aarch64-macos, x86_64-freebsd "
+                                    "x86_64-windows-gnu, aarch64-macos, x86_64-freebsd, wasm32-wasi "
                                     "(see `crossbuild targets`).")
     source: str | None = Field(None, max_length=4096,
                                description="Project to copy into a new workspace: a folder or tarball inside one of "

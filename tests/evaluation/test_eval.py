@@ -158,7 +158,7 @@ def test_windows_artifacts_meet_the_corpus_names_and_its_functional_check_is_not
     """x86_64-windows-gnu is scan only: its programs cannot run here, so a functional check is not run (None), not
     failed; and brotli.exe, MinGW's libbrotlienc.dll and its import library are what `brotli` and
     `libbrotlienc.so*` name."""
-    from crossbuild.evaluation.artifact_names import macos_aliases, windows_aliases
+    from crossbuild.evaluation.artifact_names import macos_aliases, wasm_aliases, windows_aliases
     from crossbuild.evaluation.runner import success_levels
     from crossbuild.foundation.targets import parse_target
 
@@ -178,6 +178,7 @@ def test_windows_artifacts_meet_the_corpus_names_and_its_functional_check_is_not
     assert linux["expected"] is False and linux["functional"] is False
     # macOS names its libraries libNAME.VERSION.dylib; the corpus's globs say libNAME.so.VERSION
     assert macos_aliases("libz.1.dylib") == {"libz.1.dylib", "libz.so.1"} and macos_aliases("calc") == {"calc"}
+    assert wasm_aliases("brotli.wasm") == {"brotli.wasm", "brotli"} and wasm_aliases("libz.a") == {"libz.a", "libz.so"}
     arts = [{"path": p, "kind": k, "ok": True} for p, k in (
         ("brotli", "executable"), ("libbrotlienc.1.dylib", "shared_library"),
         ("libbrotlidec.1.dylib", "shared_library"), ("libbrotlicommon.1.dylib", "shared_library"))]

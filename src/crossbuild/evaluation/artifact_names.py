@@ -1,5 +1,5 @@
 """An artifact's name as the corpus's Linux-style globs (`libz.so*`, `brotli`) name it, for targets whose files
-are named otherwise (Windows, macOS)."""
+are named otherwise (Windows, macOS, WebAssembly)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,19 @@ def linux_style_names(name: str, target: Target) -> set[str]:
         return windows_aliases(name)
     if target.binary_format == "macho":
         return macos_aliases(name)
+    if target.is_wasm:
+        return wasm_aliases(name)
     return {name}
+
+
+def wasm_aliases(name: str) -> set[str]:
+    """A WebAssembly artifact's name as the corpus's globs name it: `brotli.wasm` is `brotli`, and a static
+    library `libz.a` is also the `libz.so` a Linux build makes (WASI has no shared libraries: the static one is
+    the library it delivers)."""
+    aliases = {name, name.removesuffix(".wasm")}
+    if name.startswith("lib") and name.endswith(".a"):
+        aliases.add(name[:-2] + ".so")
+    return aliases
 
 
 def windows_aliases(name: str) -> set[str]:
