@@ -255,7 +255,7 @@ def test_build_then_runs_list_show_stats(tmp_path):
     assert r.returncode == 0 and "build_status" in r.stdout and "finish" in r.stdout and "verified" in r.stdout
     # where the time went: the commands by phase, then the verdict's own phases
     seconds = json.loads(cb("runs", "show", run_id, "--db", db, "--json").stdout)["seconds"]
-    assert {"configure", "build", "verdict: clean rebuild", "verdict: artifact scan", "verdict: tests"} <= set(seconds)
+    assert {"configure", "build", "verdict: clean rebuild", "verdict: tests"} <= set(seconds)  # 0.1 s and up
     assert abs(sum(seconds.values()) - json.loads(cb("runs", "list", "--db", db, "--json").stdout)[0]["wall_s"]) < 1
     assert "time per phase: configure " in r.stdout
     r = cb("runs", "stats", "--db", db)

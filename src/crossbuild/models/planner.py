@@ -708,24 +708,36 @@ class Planner:
         """Apply the entries' actions (only those of KINDS, when given; without arguments that turn tests off, when
         KEEP_TESTS): True when one that changes the build was. Actions that turn tests off are the last resort:
         taken only when no other attached fix applies (googletest found missing: building it as a dependency
-        comes first, and the tests are then built)."""
-        if self._apply_actions(kb_entries, kinds, keep_tests, tests_off=False):
-            if not keep_tests:
-                self.state.held_kb = [e for e in kb_entries if any(a.get("turns_tests_off")
-                                                                   for a in e.get("actions", []))]
+        comes first, and the tests are then built). A dependency build, the costliest fix (minutes, or most of an
+        hour for a library whose own tests run), is held back too while an entry of higher priority, which knows
+        this failure better, has its cheaper fix tried (googletest's sources under /usr/src provided, not googletest
+        built)."""
+        deferred: list[dict[str, Any]] = []
+        applied = self._apply_actions(kb_entries, kinds, keep_tests, tests_off=False, deferred=deferred)
+        if not applied and deferred:  # the better-placed entry had nothing to apply here: the dependency it is
+            applied, deferred = self._apply_actions(kb_entries, kinds, keep_tests, tests_off=False), []
+        if applied:
+            held = [e for e in kb_entries if any(a.get("turns_tests_off") for a in e.get("actions", []))] \
+                if not keep_tests else []
+            self.state.held_kb = held + [e for e in deferred if e not in held]
             return True
         return not keep_tests and self._apply_actions(kb_entries, kinds, keep_tests, tests_off=True)
 
     def _apply_actions(self, kb_entries: list[dict[str, Any]], kinds: frozenset[str] | None, keep_tests: bool,
-                       tests_off: bool) -> bool:
+                       tests_off: bool, deferred: list[dict[str, Any]] | None = None) -> bool:
         s = self.state
         applied_any = False
+        top = max((e.get("priority", 0) for e in kb_entries), default=0)
         for entry in kb_entries:
             for action in entry.get("actions", []):
                 key = _action_key(action)
                 if key in s.applied or (action.get("when") and action["when"] != s.system) or (
                         kinds is not None and action["kind"] not in kinds) or (
                         bool(action.get("turns_tests_off")) != tests_off):
+                    continue
+                if deferred is not None and action["kind"] == "dependency" and entry.get("priority", 0) < top:
+                    if entry not in deferred:
+                        deferred.append(entry)
                     continue
                 kind = action["kind"]
                 if kind in ("cmake_args", "meson_args", "configure_args", "make_args"):

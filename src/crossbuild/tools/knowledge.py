@@ -66,6 +66,7 @@ def attach_knowledge(ctx: RunContext, text: str | Sequence[str], message: str, h
         return message, hint
     ctx.kb_attached += [attach_key(m) for m in chosen]
     data["kb"] = [{"id": m.entry.id, "title": m.entry.title, "score": m.score, "how": m.how, "fit": m.fit,
+                   "priority": m.entry.priority,
                    "actions": [a.model_dump(exclude_none=True) for a in m.actions()]} for m in chosen]
     fixes, related = [m for m in chosen if m.fit == "fix"], [m for m in chosen if m.fit != "fix"]
     if fixes:
