@@ -103,8 +103,9 @@ def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str]
     if target.is_windows or target.is_wasm:
         script = workspace / XBUILD / "bin" / "target-run" if workspace is not None else None
         if script is None or not script.is_file():
-            runs = "Windows programs run under Wine" if target.is_windows else "WebAssembly programs run under wasmtime"
-            return None, f"{runs} through their workspace's target-run, and there is none here"
+            return None, ("Windows programs run under Wine with their workspace's prefix" if target.is_windows
+                          else "WebAssembly programs run under wasmtime through their workspace's target-run") \
+                + ", and there is none here"
         if target.is_wasm:
             return [str(script), str(exe), *args], None
         dll_path = ";".join("Z:" + d.replace("/", "\\") for d in lib_dirs)
