@@ -60,6 +60,11 @@ def test_a_wasi_command_fits_and_says_what_it_imports():
     assert check_artifact(a, WASM) == []
 
 
+def test_a_command_with_more_exports_than_are_kept_is_still_a_command():
+    a = describe(module(exports=(*(f"f{i}" for i in range(300)), "_start")))
+    assert a.kind == "executable" and check_artifact(a, WASM) == []
+
+
 @pytest.mark.parametrize("data, problem", [
     (module([("env", "png_read_info"), ("wasi_snapshot_preview1", "fd_write")]),
      "imports png_read_info from 'env', which no WASI runtime provides: symbols left undefined at link time"),

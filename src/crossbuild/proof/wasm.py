@@ -83,7 +83,7 @@ def describe_wasm(f, rel: str, *, max_bytes: int) -> Artifact:
                     name = body.name()
                     body.byte()
                     body.uleb()
-                    if len(exports) < MAX_NAMES:
+                    if len(exports) < MAX_NAMES or name in ("_start", "_initialize"):  # the entries always
                         exports.append(name)
             r.pos = end
     except _Malformed as e:
