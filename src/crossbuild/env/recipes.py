@@ -22,6 +22,9 @@ from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
 
 BUILD_SYSTEMS = ("cmake", "meson", "autotools", "target-configure", "configure", "make")
+# cmake's modes that do not configure a project
+CMAKE_NOT_CONFIGURE = frozenset({"--build", "--install", "-E", "-P", "--version", "--help", "-N", "--find-package",
+                                 "--workflow", "--list-presets"})
 
 
 @dataclass(frozen=True)

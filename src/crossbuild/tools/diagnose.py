@@ -19,9 +19,6 @@ from crossbuild.tools.context import RunContext
 
 TRACE_NAME = "crossbuild-configure-trace.json"
 RERUN_TIMEOUT_S = 600.0
-# cmake's modes that do not configure a project
-_NOT_CONFIGURE = {"--build", "--install", "-E", "-P", "--version", "--help", "-N", "--find-package", "--workflow",
-                  "--list-presets"}
 
 
 def failed_configure(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], log: str, *,
@@ -50,7 +47,7 @@ def _diagnose(ctx: RunContext, argv: list[str], cwd: Path, env: dict[str, str], 
         return None
     if Path(argv[0]).name == "configure":
         return _autotools(root, argv[0], cwd)
-    if Path(argv[0]).name == "cmake" and not _NOT_CONFIGURE & set(argv[1:]) and "CMake Error" in log:
+    if Path(argv[0]).name == "cmake" and not recipes.CMAKE_NOT_CONFIGURE & set(argv[1:]) and "CMake Error" in log:
         return _cmake(ctx, root, argv, cwd, env, log, took_s)
     if Path(argv[0]).name == "meson" and "setup" in argv[1:2] and "ERROR:" in log:
         return _meson(root, argv[2:], cwd, log)

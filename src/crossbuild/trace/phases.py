@@ -10,8 +10,8 @@ import shlex
 import sqlite3
 from pathlib import PurePosixPath
 
-# cmake's modes that do not configure a project
-_CMAKE_NOT_CONFIGURE = {"--build", "--install", "-E", "-P", "--version", "--help", "-N", "--find-package"}
+from crossbuild.env.recipes import CMAKE_NOT_CONFIGURE
+
 _CONFIGURE_PROGRAMS = {"configure", "autoreconf", "autogen.sh", "bootstrap", "bootstrap.sh", "qmake"}
 _BUILD_PROGRAMS = {"make", "gmake", "ninja", "samu"}
 _TEST_GOALS = {"check", "test", "tests"}
@@ -42,7 +42,7 @@ def _segment_phase(segment: str) -> str:
     if program == "cmake":
         if "--install" in args:
             return "install"
-        return "build" if "--build" in args else "other commands" if _CMAKE_NOT_CONFIGURE & set(args) \
+        return "build" if "--build" in args else "other commands" if CMAKE_NOT_CONFIGURE & set(args) \
             else "configure"
     if program == "meson":
         return {"setup": "configure", "configure": "configure", "compile": "build", "install": "install",
