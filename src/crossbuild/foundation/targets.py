@@ -59,6 +59,12 @@ class Target:
         return self.binary_format == "wasm"
 
     @property
+    def runs_through_target_run(self) -> bool:
+        """Its programs run only through the workspace's own target-run (Wine with the workspace's prefix,
+        wasmtime with the workspace preopened), never under a bare runner as qemu-user runs Linux programs."""
+        return self.is_windows or self.is_wasm
+
+    @property
     def libc(self) -> str:
         """musl, glibc, mingw, freebsd (FreeBSD's libc.so.7), libsystem (macOS) or wasi-libc: what links the
         programs."""

@@ -152,7 +152,7 @@ def exercise(root: Path, target: Target, artifacts: list[dict], toolchain: Toolc
     the project's install ran, its products are what it installed (INSTALLED: the file names it wrote): a test
     helper or a generator it leaves in the build folder (miniupnpc's minihttptestserver, libzip's regress/
     programs) is not one."""
-    if qemu_command(target)[0] is None or target.is_windows or target.is_wasm:
+    if qemu_command(target)[0] is None or target.binary_format != "elf":
         # nothing of this target runs here (the test programs' skip says why); Windows programs run under Wine and
         # WebAssembly under wasmtime, but crossbuild's probes (dlopen, whole-archive links) are ELF's: those
         # targets reach `tested` or `built`

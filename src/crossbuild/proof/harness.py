@@ -73,7 +73,7 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     # Windows, WebAssembly: the harnesses that start each test through the emulator (CTest's
     # CMAKE_CROSSCOMPILING_EMULATOR, Meson's exe_wrapper: the workspace's target-run, Wine or wasmtime); a script
     # or make goal would start a .exe or a module bare
-    through_emulator = (target.is_windows or target.is_wasm) and harness is not None and harness.name in (
+    through_emulator = target.runs_through_target_run and harness is not None and harness.name in (
         "ctest", "meson test")
     if harness is None or (target.qemu is None and not through_emulator) or not (starts_them or through_emulator) or (
             not executables and harness.name != make_goal.HARNESS):  # a goal may build its test programs itself

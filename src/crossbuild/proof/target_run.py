@@ -100,7 +100,7 @@ def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str]
     prefix, why = qemu_command(target)
     if prefix is None:
         return None, why
-    if target.is_windows or target.is_wasm:
+    if target.runs_through_target_run:
         script = workspace / XBUILD / "bin" / "target-run" if workspace is not None else None
         if script is None or not script.is_file():
             return None, ("Windows programs run under Wine with their workspace's prefix" if target.is_windows
