@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import PurePosixPath
 
 from crossbuild.env.recipes import CMAKE_NOT_CONFIGURE
+from crossbuild.trace.runs import command_of
 
 _CONFIGURE_PROGRAMS = {"configure", "autoreconf", "autogen.sh", "bootstrap", "bootstrap.sh", "qmake"}
 _BUILD_PROGRAMS = {"make", "gmake", "ninja", "samu"}
@@ -68,11 +69,7 @@ def run_phases(db: sqlite3.Connection, run_id: str) -> dict[str, float]:
     for row in db.execute("SELECT name, raw_arguments, duration_s FROM tool_calls WHERE run_id=?", (run_id,)):
         took = float(row["duration_s"] or 0.0)
         if row["name"] == "run_command":
-            try:
-                command = str(json.loads(row["raw_arguments"] or "{}").get("command", ""))
-            except (ValueError, AttributeError):
-                command = ""
-            seconds[command_phase(command)] += took
+            seconds[command_phase(command_of(row["raw_arguments"]) or "")] += took
         elif row["name"] == "build_dependency":
             seconds["dependencies"] += took
         elif row["name"] not in ("finish", "verify"):  # a verdict's time is told by its phases below

@@ -203,13 +203,16 @@ def succeeded_commands(db: sqlite3.Connection, run_id: str) -> list[str]:
     """The command lines of a run's run_command calls that succeeded, in order."""
     rows = db.execute("SELECT raw_arguments FROM tool_calls WHERE run_id=? AND name='run_command' AND ok=1 "
                       "ORDER BY id", (run_id,)).fetchall()
-    out = []
-    for r in rows:
-        try:
-            out.append(str(json.loads(r["raw_arguments"] or "{}").get("command", "")))
-        except (json.JSONDecodeError, AttributeError):
-            continue
-    return out
+    return [c for r in rows if (c := command_of(r["raw_arguments"])) is not None]
+
+
+def command_of(raw_arguments: str | None) -> str | None:
+    """The command line of a recorded run_command call (its raw arguments as the model sent them); None when they
+    are not a JSON object."""
+    try:
+        return str(json.loads(raw_arguments or "{}").get("command", ""))
+    except (json.JSONDecodeError, AttributeError):
+        return None
 
 
 def model_turns(db: sqlite3.Connection, run_id: str) -> tuple[list[tuple[str, str]], str | None]:
