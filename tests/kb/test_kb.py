@@ -208,6 +208,17 @@ def test_a_cmake_message_wrapped_inside_a_symptoms_phrase_still_matches():
                                                               ("googletest",))]
 
 
+def test_a_symptom_that_rules_a_path_out_is_not_fooled_by_the_path_cut_short():
+    """Debian's fmtlib builds its tests from /usr/src/googletest (googletest's source package), which the
+    test-only entry rules out with `(?!/usr/src/)`: that folder is the Debian-source entry's. Normalised, the
+    path is `/googletest` and the lookahead passed, so the entry matched the printed text's shortened copy."""
+    printed = ("CMake Error at test/CMakeLists.txt:3 (add_subdirectory):\n  add_subdirectory given source "
+               "\"/usr/src/googletest\" which is not an\n  existing directory.\n")
+    assert "test-only-dependency-missing" not in {m.entry.id for m in KB.search(printed) if m.how == "fingerprint"}
+    vendored = printed.replace("/usr/src/googletest", "/w/src/third_party/googletest")
+    assert KB.search(vendored)[0].entry.id == "test-only-dependency-missing"
+
+
 @pytest.mark.parametrize("log, module", [
     # pkgconf (Debian 12's pkg-config) words a missing module so, after autoconf names its variable prefix
     ("checking for GTK30... no\nconfigure: error: Package requirements ( gtk+-3.0 ) were not met:\n\n"

@@ -83,7 +83,9 @@ class Entry(BaseModel):
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str
-    symptoms: list[str] = Field(default_factory=list, description="Regular expressions over normalised output.")
+    symptoms: list[str] = Field(default_factory=list, description=(
+        "Regular expressions over the output as printed, then normalised (paths cut to their last part). A "
+        "symptom that rules a path out (`(?!/usr/src/)`) is matched on the printed output only."))
     keywords: list[str] = Field(default_factory=list)
     cause: str
     fix: str
@@ -95,6 +97,12 @@ class Entry(BaseModel):
     @cached_property
     def patterns(self) -> list[re.Pattern[str]]:
         return [re.compile(s, re.IGNORECASE | re.MULTILINE) for s in self.symptoms]
+
+    @cached_property
+    def printed_only(self) -> frozenset[int]:
+        """The indexes of the symptoms that rule a path out with a negative lookahead: normalisation cuts every
+        path to its last part, which would slip past the lookahead (`/usr/src/googletest` -> `/googletest`)."""
+        return frozenset(i for i, s in enumerate(self.symptoms) if _PATH_LOOKAHEAD.search(s))
 
     def render(self) -> str:
         return f"[{self.id}] {self.title}\n  cause: {self.cause}\n  fix: {self.fix}"
@@ -127,6 +135,8 @@ class Match:
         return out
 
 
+# a negative lookahead whose first alternative starts with a path: `(?!/usr/src/)`, `(?!(?:/usr|/opt)/)`
+_PATH_LOOKAHEAD = re.compile(r"\(\?<?!(?:\(\?:)?/")
 _PATHS = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.+@-]+)+/?")
 _NUMBERS = re.compile(r"\b0x[0-9a-f]+\b|\b\d+(?:\.\d+)*\b", re.IGNORECASE)
 _QUOTED = re.compile(r"'[^'\n]{1,80}'|\"[^\"\n]{1,80}\"|`[^`'\n]{1,80}'")
@@ -239,10 +249,12 @@ class KnowledgeBase:
         bm25 = dict(self._bm25(norm, 64))
         found: dict[str, Match] = {}
         recognised = False
-        texts = (query, norm, *_cmake_unwrapped(query))
+        unwrapped = _cmake_unwrapped(query)
+        texts, printed = (query, norm, *unwrapped), (query, *unwrapped[:1])
         for e in self.entries.values():
             score = 100.0 + 100.0 * e.priority + bm25.get(e.id, 0.0)
-            for m in (m for p in e.patterns for m in _first_text_matches(p, texts)):
+            for m in (m for i, p in enumerate(e.patterns)
+                      for m in _first_text_matches(p, printed if i in e.printed_only else texts)):
                 recognised = True
                 match = Match(e, score, "fingerprint", tuple(g or "" for g in m.groups()))
                 if seen is None or not seen(match):
