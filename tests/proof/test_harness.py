@@ -389,6 +389,14 @@ def test_a_script_test_is_not_built_only_when_the_build_links_the_program_it_nam
             for name in commands]
     harness_tie.programs_not_built(runs, commands, set(), tmp_path, made, unbuilt)
     assert [r.skipped for r in runs] == [NOT_BUILT, None, None, None, None]
+    # a script that finds its program by its own name (json-c's tests): its shell's line names the program
+    by_name = [SmokeRun(path=name, command=[], passed=False, harness="ctest", output_tail=f"{line}\nfailed")
+               for name, line in (("getset", f"getset.test: 1: eval: {build}/getset: not found"),
+                                  ("made", f"made.test: 1: eval: {build}/made: not found"),
+                                  ("other", f"cp {build}/getset out\nsh: 1: frob: not found"))]
+    scripts = {r.path: [f"/src/tests/{r.path}.test"] for r in by_name}
+    harness_tie.programs_not_built(by_name, scripts, set(), tmp_path, made, unbuilt)
+    assert [r.skipped for r in by_name] == [NOT_BUILT, None, None]
     # a program the verifier found before the tests ran and a test deleted is a failure, not "not built"
     again = [SmokeRun(path="getset", command=[], passed=False, harness="ctest", output_tail="No such file")]
     harness_tie.programs_not_built(again, commands, set(), tmp_path, {str(build / "getset")}, unbuilt)

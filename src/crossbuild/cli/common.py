@@ -139,6 +139,8 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
     console.print(f"counted: {counts}; configure probes excluded: {report.probes_excluded}")
     if report.linker_temporaries or report.build_tools:
         console.print(report.not_counted(), markup=False, highlight=False)
+    if report.programs_not_built:
+        console.print(report.left_out(), markup=False, highlight=False)
     if report.needs_runtime:
         console.print(f"needs crossbuild's shared C++ runtime: ship {report.needs_runtime} with it", markup=False,
                       highlight=False)

@@ -224,7 +224,7 @@ def _functional(project: Project, ws: Path, outcome: dict[str, Any]) -> bool:
     if argv is None:
         return False
     tc = Toolchain.for_target(target, ws)
-    box = test_program_box(sandbox.for_toolchain(tc), target)
+    box = test_program_box(sandbox.for_toolchain(tc), target, ws)
     log = ws / ".xbuild" / "logs" / "functional.log"
     res = box.run(argv, cwd=exe.parent, env=tc.env.as_dict(), log_path=log, limits=sandbox.Limits(timeout_s=60))
     text = log.read_text(errors="replace")

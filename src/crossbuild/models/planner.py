@@ -460,6 +460,8 @@ class Planner:
             return
         if not data.get("kb") and self._serially(step, first):  # a failure nothing explains may be a race
             return
+        if self._apart_last(step, data, first):
+            return
         if step["phase"] == "build" and self._build_in_tree(
                 f"`{shlex.join(step['argv'][:2])}` failed out of tree with no fix left ({first[:120]})"):
             return
@@ -586,6 +588,20 @@ class Planner:
         s.split_from = {"step": step, "data": data, "entry": entry, "first": first, "log": data.get("log", "")}
         return True
 
+    def _apart_last(self, step: dict[str, Any], data: dict[str, Any], first: str) -> bool:
+        """A CMake build that failed with no fix left, its targets never built apart: build them apart (the
+        same way as _split_first, without an entry), so the libraries are built and the programs the target
+        cannot compile (a tool needing what WASI's libc lacks) are left out by name and said. True when it
+        will."""
+        s = self.state
+        if s.system != "cmake" or s.split or step["argv"][:2] != ["cmake", "--build"] or \
+                s.attempts >= self.max_attempts:
+            return False
+        s.split = "asked"
+        s.split_from = {"step": step, "data": data, "entry": "no fix left", "first": first,
+                        "log": data.get("log", "")}
+        return True
+
     def _on_targets(self, data: dict[str, Any], result: Message) -> None:
         """The targets of the build whose tests failed to build: first the build keeps going past its failures
         (ninja's -k 0), so that every test that builds is built; then the targets that built are built by name,
@@ -596,7 +612,9 @@ class Planner:
         targets = data.get("cmake_targets") or []
         keep, left = split_targets(targets)
         split = s.split_from
-        if not keep or not left or s.recipe[s.step] not in (split["step"], split.get("going")):
+        kinds = {t["name"]: t.get("type", "") for t in targets}
+        programs = [n for n in keep if kinds[n] == "EXECUTABLE"]  # a program the target cannot compile: apart too
+        if not keep or not (left or programs) or s.recipe[s.step] not in (split["step"], split.get("going")):
             s.split = "failed"
             s.notes.append("no test or example targets to build apart (build.ninja)")
             self._fix_or_block(split["step"], split["data"], split["first"])
@@ -609,6 +627,14 @@ class Planner:
             s.split = "going"
             return
         s.recipe = [split["step"] if r is split.get("going") else r for r in s.recipe]
+        if "going" in split:
+            kept = self._without_failed_programs(split, targets, keep, built)
+            if not left and kept == keep:  # nothing to leave out: the whole build's failure stands
+                s.split = "failed"
+                s.notes.append("building the targets apart left nothing out: every program built")
+                self._fix_or_block(split["step"], split["data"], split["first"])
+                return
+            keep = kept
         # the product's targets are named whether they built or not (one outside `all`: fmt's bundled gmock_main);
         # if one cannot be built, building by name fails and everything is left out below
         if "going" in split and (tests := [t for t in left if t in built]):
@@ -616,6 +642,21 @@ class Planner:
             self._split_apart(split, keep + tests, [t for t in left if t not in built], clean=False)
             return
         self._split_apart(split, keep, left)
+
+    def _without_failed_programs(self, split: dict[str, Any], targets: list[dict[str, Any]], keep: list[str],
+                                 built: set[str]) -> list[str]:
+        """KEEP without its programs that did not build while the build kept going, when every library in it
+        built: a tool the target's libc cannot compile (`ru_maxrss` on WASI, an app CMake adds with no option
+        of its own) is left out by name, as the tests are, and the verdict names it (not built, not judged)."""
+        kinds = {t["name"]: t.get("type", "") for t in targets}
+        libraries = [n for n in keep if kinds.get(n, "").endswith("LIBRARY")]
+        failed = [n for n in keep if kinds.get(n) == "EXECUTABLE" and n not in built]
+        if not failed or not libraries or not all(n in built for n in libraries):
+            return keep
+        self.state.notes.append(f"programs not built: {' '.join(failed[:8])} were not built when the build kept "
+                                "going past its failures, every library was; left out by name "
+                                f"({split['log'] or split['first']})")
+        return [n for n in keep if n not in failed]
 
     def _split_apart(self, split: dict[str, Any], names: list[str], left: list[str], clean: bool = True) -> None:
         """The failed build step of SPLIT again, naming the targets NAMES (LEFT: those left out). CLEAN: from a

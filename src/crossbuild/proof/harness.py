@@ -72,10 +72,11 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     starts_them = box.exec_handler is not None or (target.arch == platform.machine() and target.is_linux)
     # Windows, WebAssembly: the harnesses that start each test through the emulator (CTest's
     # CMAKE_CROSSCOMPILING_EMULATOR, Meson's exe_wrapper: the workspace's target-run, Wine or wasmtime); a script
-    # or make goal would start a .exe or a module bare
+    # or make goal would start a .exe bare (a module goes to wasmtime by the sandbox's binfmt, exec_handler)
     through_emulator = target.runs_through_target_run and harness is not None and harness.name in (
         "ctest", "meson test")
-    if harness is None or (target.qemu is None and not through_emulator) or not (starts_them or through_emulator) or (
+    no_runner = target.qemu is None and not through_emulator and box.exec_handler is None
+    if harness is None or no_runner or not (starts_them or through_emulator) or (
             not executables and harness.name != make_goal.HARNESS):  # a goal may build its test programs itself
         return []
     if runner_argv(target, root, dynamic=True, workspace=toolchain.workspace)[0] is None:  # qemu and the loader

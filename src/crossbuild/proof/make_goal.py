@@ -29,13 +29,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crossbuild.env import recipes
+from crossbuild.env import recipes, wasirun
 from crossbuild.env.recipes import BuildStep
 from crossbuild.foundation import safefs
 
 TEST_GOALS = ("check", "test", "tests")  # the GNU standard's name first
 HARNESS = "Makefile"  # how verdicts name this harness: "the project's Makefile"
-_LOG_NAME = re.compile(r"^qemu-\d+\.log$")
+_LOG_NAME = re.compile(r"^(qemu|wasm)-\d+\.log$")  # qemu's per-process logs, wasirun's records
 _JOBS = re.compile(r"^(-j\d*|--jobs(=\d+)?)$")
 # make prints its database (-p) for a goal with no rule and runs no goal's recipe (-q; bash-completion's way); it
 # still runs the project's $(shell) calls and remakes an included makefile that has a rule: all in the sandbox,
@@ -165,8 +165,9 @@ def evidence_folder(workspace: Path, scratch: str) -> str:
 
 def evidence_env(folder: Path) -> dict[str, str]:
     """The environment that makes every qemu process open a log file of its own in FOLDER (`unimp`: it writes only
-    what the emulator cannot do; the file is opened at start either way)."""
-    return {"QEMU_LOG": "unimp", "QEMU_LOG_FILENAME": str(folder / "qemu-%d.log")}
+    what the emulator cannot do; the file is opened at start either way), and every wasirun leave its record."""
+    return {"QEMU_LOG": "unimp", "QEMU_LOG_FILENAME": str(folder / "qemu-%d.log"),
+            wasirun.RECORD: str(folder / "wasm-%d.log")}
 
 
 def programs_started(workspace: Path, folder: str) -> int:

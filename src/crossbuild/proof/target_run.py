@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import struct
 import sys
 from pathlib import Path
@@ -20,6 +21,9 @@ from crossbuild.env.toolchain import XBUILD, qemu_sysroot
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.binary_formats import dynamic_symbols
+
+# a path binfmt_misc's register line can hold: no field separator, no escape, no space
+_REGISTRABLE = re.compile(r"/[\w./+-]+")
 
 
 def qemu_command(target: Target) -> tuple[list[str] | None, str | None]:
@@ -46,11 +50,18 @@ def cannot_run_here(target: Target) -> str:
     return f"{system} programs are scanned only (qemu-user runs Linux programs alone)"
 
 
-def exec_handler(target: Target) -> str | None:
+def exec_handler(target: Target, workspace: Path | None = None) -> str | None:
     """A binfmt_misc registration that hands every program of TARGET's machine a test program starts (libuv's and
     glib's runners start themselves once per test) to qemu, as binfmt makes `execve` work on a machine with
     qemu-user-binfmt; None when the target runs natively or has no qemu. Its qemu finds the loader through
-    QEMU_LD_PREFIX (runner_argv), since binfmt passes no options."""
+    QEMU_LD_PREFIX (runner_argv), since binfmt passes no options. A WebAssembly module goes to WORKSPACE's
+    target-run (wasmtime, its preopens), told by the module's magic and version: a test script's `./test1` runs
+    as CTest's emulator would run it."""
+    if target.is_wasm:
+        script = workspace / XBUILD / "bin" / "target-run" if workspace is not None else None
+        if script is None or not script.is_file() or not _REGISTRABLE.fullmatch(str(script)):
+            return None
+        return f":crossbuild-wasm:M::\\x00asm\\x01\\x00\\x00\\x00::{script}:F"
     prefix, _ = qemu_command(target)
     if prefix is None or target.arch == platform.machine() or not target.is_linux:  # binfmt here is for ELF
         return None
@@ -87,10 +98,10 @@ def loader_roots(target: Target) -> list[Path]:
     return [root] if root is not None else []
 
 
-def test_program_box(box: Sandbox, target: Target) -> Sandbox:
+def test_program_box(box: Sandbox, target: Target, workspace: Path | None = None) -> Sandbox:
     """BOX's variant that TARGET's test programs run in (Sandbox.for_test_programs): the loader roots covered, the
-    programs they start run under qemu too."""
-    return box.for_test_programs(loader_roots=loader_roots(target), exec_handler=exec_handler(target))
+    programs they start run under qemu too (WebAssembly's under WORKSPACE's target-run)."""
+    return box.for_test_programs(loader_roots=loader_roots(target), exec_handler=exec_handler(target, workspace))
 
 
 def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str] = (),

@@ -232,3 +232,13 @@ def split_targets(targets: Iterable[dict[str, Any]]) -> tuple[list[str], list[st
         source = (all if t["type"].endswith("LIBRARY") else any)(paths) and bool(paths)
         (left if TEST_OR_EXAMPLE.search(t["name"]) or source else keep).append(t["name"])
     return keep, left
+
+
+def products_not_built(root: Path) -> list[str]:
+    """The programs the CMake build folder ROOT links (its build.ninja) that are neither tests nor examples, as
+    split_targets tells them, and that the build did not make: a tool the target's libc cannot compile
+    (`ru_maxrss` on WASI), left out by building the other targets by name. Empty for other build folders."""
+    targets = ninja_targets.cmake_targets(root.parent, root.name)
+    products, _ = split_targets(targets)
+    return [t["name"] for t in targets if t["name"] in products and t["type"] == "EXECUTABLE"
+            and t.get("output") and not t.get("built")]

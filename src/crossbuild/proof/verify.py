@@ -33,7 +33,7 @@ from crossbuild.proof.harness import harness_runs
 from crossbuild.proof.levels import Proof, not_tested, proof_of
 from crossbuild.proof.rebuild_check import clean_rebuild, remember_run_outputs, scan_outputs
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
-from crossbuild.proof.target_run import cannot_run_here, test_program_box
+from crossbuild.proof.target_run import qemu_command, test_program_box
 
 
 @dataclass
@@ -69,6 +69,8 @@ class VerifyReport:
     proof_why: str | None = None
     needs_runtime: str | None = None  # the shared C++ runtime the products link (cxx_runtime.py), to ship with them
     seconds: dict[str, float] = field(default_factory=dict)  # time per phase of the verdict (`runs show`)
+    # programs CMake's records link that are not tests or examples and that the build did not make: not judged
+    programs_not_built: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -85,6 +87,12 @@ class VerifyReport:
             said.append(f"{len(self.build_tools)} programs built for the build machine (by its compiler, as "
                         f"recorded) that the install leaves out ({', '.join(self.build_tools[:3])})")
         return "not counted: " + "; ".join(said)
+
+    def left_out(self) -> str:
+        """The programs the build's own records link and it did not make, in one line."""
+        names = self.programs_not_built
+        return (f"not built: {len(names)} program(s) the build's CMake files define and it did not make (not "
+                f"judged): {', '.join(names[:8])}" + (" ..." if len(names) > 8 else ""))
 
     def proven(self) -> str:
         """What the verdict rests on, in one line: a VERIFIED with no test program run proves the architecture
@@ -134,6 +142,8 @@ class VerifyReport:
             lines.append(f"  probe {probe.kind} {probe.path}: {probe.outcome()}")
         if self.linker_temporaries or self.build_tools:
             lines.append(f"  {self.not_counted()}")
+        if self.programs_not_built:
+            lines.append(f"  {self.left_out()}")
         if self.needs_runtime:
             lines.append(f"  needs crossbuild's shared C++ runtime at run time (not a failure): ship "
                          f"{self.needs_runtime} with it")
@@ -218,6 +228,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     kinds = [a["kind"] for a in counted if not a.get("member_of")]
     report.counts = {k: kinds.count(k) for k in sorted(set(kinds))}
     report.counts["archive_members"] = sum(1 for a in counted if a.get("member_of"))
+    report.programs_not_built = tests_off.products_not_built(root)
 
     if not counted:
         report.reasons.append("no binaries for any architecture were found: nothing was built")
@@ -241,7 +252,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     left_out = (left[0][0], left[0][3]) if len(left) == 1 else None
     if run_tests:
         build_box = box or _default_box(root, toolchain)
-        box = test_program_box(build_box, target)
+        box = test_program_box(build_box, target, workspace)
         report.sandbox = box.backend
         if toolchain is not None:
             if target.is_windows:  # a fresh Wine prefix for the test programs: nothing the build's runs left in it
@@ -293,7 +304,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     clock.start(None)
     report.ok = not report.reasons
     proof = proof_of(report.ok, run_tests, report.smoke_runs, report.probe_runs if run_tests else None,
-                     switched_off, cannot_run=target.qemu is None and cannot_run_here(target) or None)
+                     switched_off, cannot_run=_why_no_probe(target))
     report.proof, report.proof_counts, report.proof_why = proof.level, proof.counts, proof.why_not_higher
     return report
 
@@ -403,6 +414,15 @@ def scan_elsewhere(root: Path, toolchain: Toolchain | None) -> ScanResult | None
     shipped = (same_as_source(ws, "src", f"{PRISTINE}/src") if pristine.is_dir() and not pristine.is_symlink()
                else None)
     return scan_tree(ws, prune=frozenset({*own, rel.as_posix()}), shipped=shipped)
+
+
+def _why_no_probe(target: Target) -> str | None:
+    """Why crossbuild's probes cannot run TARGET's products here, or None when they can (exercise.py)."""
+    why = qemu_command(target)[1]
+    if why is None and target.binary_format != "elf":  # Wine or wasmtime runs the tests; the probes are ELF's
+        kind = {"pe": "Windows", "wasm": "WebAssembly"}.get(target.binary_format, target.binary_format)
+        return f"crossbuild's probes are ELF programs: none for {kind} products yet"
+    return why
 
 
 def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:

@@ -1,0 +1,62 @@
+"""`crossbuild build` for wasm32-wasi with the offline planner, as a user runs it: what WASI's libc lacks leaves
+out the programs that need it, by name, and the verdict says so; a test script that starts its program bare gets
+it run under wasmtime, as binfmt starts qemu for Linux targets."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.agent.test_planner_builds import _build, _project
+
+# WASI's struct rusage has no ru_maxrss and its libc declares no dup2: a tool and one test do not compile there
+_CMAKE = """cmake_minimum_required(VERSION 3.13)
+project(meter C)
+include(CTest)
+add_library(meter STATIC meter.c)
+add_executable(peak apps/peak.c)
+target_link_libraries(peak meter)
+install(TARGETS meter DESTINATION lib)
+if(BUILD_TESTING)
+  add_executable(test_sum tests/test_sum.c)
+  target_link_libraries(test_sum meter)
+  add_executable(test_dup tests/test_dup.c)
+  # scripts that start their program by their own name, as json-c's do: no argument names it
+  add_test(NAME sum COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tests/run.sh test_sum
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  add_test(NAME sum_again COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tests/run.sh test_sum
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  add_test(NAME dup COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tests/run.sh test_dup
+           WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+endif()
+"""
+_FILES = {
+    "CMakeLists.txt": _CMAKE,
+    "meter.c": "int meter_sum(int a, int b) { return a + b; }\n",
+    "apps/peak.c": "#include <stdio.h>\n#include <sys/resource.h>\nint main(void) {\n  struct rusage ru;\n"
+                   "  getrusage(RUSAGE_SELF, &ru);\n  printf(\"%ld\\n\", ru.ru_maxrss);\n  return 0;\n}\n",
+    "tests/test_sum.c": "#include <stdio.h>\nint meter_sum(int, int);\nint main(void) {\n"
+                        "  printf(\"sum %d\\n\", meter_sum(2, 3));\n  return meter_sum(2, 3) == 5 ? 0 : 1;\n}\n",
+    "tests/test_dup.c": "#include <unistd.h>\nint main(void) { return dup2(1, 3) == 3 ? 0 : 1; }\n",
+    # by its absolute path, as json-c's `$top_builddir/tests/$name` (the shell's "not found" line names it)
+    "tests/run.sh": "set -e\n\"$PWD/$1\" > \"$1.out\"\ncat \"$1.out\"\n",
+}
+
+
+@pytest.mark.slow
+def test_a_tool_wasi_cannot_compile_is_left_out_by_name_and_a_script_starts_its_test_under_wasmtime(tmp_path):
+    src = _project(tmp_path / "meter", _FILES)
+    r, out = _build(tmp_path, str(src), "wasm32-wasi")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    verdict = out["verify"]
+    assert out["status"] == "verified" and verdict["proof"] == "tested", verdict.get("proof_why")
+    # the library was built and checked as a module's archive; the tool that needs ru_maxrss is named, not hidden
+    assert any(a["kind"] == "static_library" and a["path"].endswith("libmeter.a") for a in verdict["artifacts"])
+    assert verdict["programs_not_built"] == ["peak"]
+    assert "peak" in out["message"] and "left out by name" in out["message"]
+    runs = {r_["path"]: r_ for r_ in verdict["smoke_runs"]}
+    # the script started ./test_sum bare: the sandbox's binfmt ran it under wasmtime, and wasirun's record ties it
+    assert runs["sum"]["passed"] and runs["sum"]["on_target"], runs["sum"]
+    assert "sum 5" in runs["sum"]["output_tail"]
+    assert (tmp_path / "ws" / "build" / "test_sum.out").read_text() == "sum 5\n"
+    # the test whose program did not compile is not run, and not counted as passed
+    assert runs["dup"]["skipped"] and not runs["dup"]["passed"], runs["dup"]
