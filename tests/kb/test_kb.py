@@ -4,6 +4,7 @@ hold on the labelled set, actions validate, and the dependency mapping answers w
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -46,6 +47,29 @@ def test_retrieval_goals_on_the_labelled_set():
     assert r.kinds["unseen"].n >= 30
     assert r.kinds["unseen"].recall1 >= 0.9 and r.kinds["unseen"].recall3 >= 0.97
     assert r.false_attachment_rate <= 0.05
+
+
+def test_the_readmes_knowledge_base_figures_are_what_kb_eval_prints_today():
+    """Issue 35: the README's figures are produced by `crossbuild kb eval` (evaluate) and must not go stale when an
+    entry or a labelled query is added."""
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    r = evaluate(KB)
+    n = {k: s.n for k, s in r.kinds.items()}
+    said = re.search(r"(\d+) entries \(`src/crossbuild/kb/entries\.toml`", readme)
+    assert said and int(said[1]) == r.entries
+    counts = re.search(r"`kb/queries\.toml`: (\d+) fixtures, (\d+) paraphrases, (\d+) unseen variants, (\d+) held "
+                       r"out, (\d+) outputs that match nothing", readme)
+    assert counts and tuple(map(int, counts.groups())) == (n["fixture"], n["paraphrase"], n["unseen"], n["heldout"],
+                                                           r.negatives)
+    recall = re.search(r"Recall@1 ([\d.]+) / Recall@3 ([\d.]+) on unseen variants, ([\d.]+) / ([\d.]+) held out",
+                       readme)
+    unseen, held = r.kinds["unseen"], r.kinds["heldout"]
+    assert recall and recall.groups() == tuple(f"{x:.3f}" for x in (unseen.recall1, unseen.recall3, held.recall1,
+                                                                    held.recall3))
+    assert re.search(rf"\b{r.false_attachments} false attachments", readme)
+    fix, related, weak = r.trust["fix"], r.words_alone["related"], r.words_alone["weak"]
+    assert f"top-1 right {fix[1]} of {fix[0]} times" in readme
+    assert f"by words alone {related[1]} of {related[0]}" in readme and f"matches ({weak[1]} of {weak[0]})" in readme
 
 
 def test_captured_names_fill_dependency_actions():

@@ -572,11 +572,15 @@ class Planner:
                       if a.get("turns_tests_off") and a["kind"] in ("disable_option", "cmake_args")), None)
         if s.system != "cmake" or s.split or step["argv"][:2] != ["cmake", "--build"]:
             return False
-        if entry and "build_dependency" in self.tools and s.attempts < self.max_attempts and any(
-                a["kind"] == "dependency" and _action_key(a) not in s.applied
-                and a.get("when") in (None, s.system) for k in data.get("kb") or [] for a in k.get("actions", [])):
+        if entry and s.attempts < self.max_attempts and any(
+                _action_key(a) not in s.applied and a.get("when") in (None, s.system) and not a.get("turns_tests_off")
+                and (a["kind"] != "dependency" or "build_dependency" in self.tools)
+                and (a["kind"] == "dependency" or (k["id"] != entry and k.get("fit", "fix") == "fix"))
+                for k in data.get("kb") or [] for a in k.get("actions", [])):
+            # a library the tests need (spdlog's catch2 header) is built first, an exact fix that keeps the tests
+            # is applied first (WASI's sockets turned off where a test links them); split if the tests still fail
             s.split_later = {"data": data, "entry": entry, "first": first}
-            return False  # a library the tests need (spdlog's catch2 header) is built first; split if that fails
+            return False
         if not entry:
             # the same failure after that dependency was built (shown once, it attaches nothing now); a failure
             # with fixes of its own is that failure's
