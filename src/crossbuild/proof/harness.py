@@ -70,9 +70,8 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
                    for path in (str(root / a["path"]), os.path.realpath(root / a["path"]))}
     # a script or libtool wrapper starts target programs: only where the sandbox hands them to qemu (binfmt)
     starts_them = box.exec_handler is not None or (target.arch == platform.machine() and target.is_linux)
-    # Windows, WebAssembly: the harnesses that start each test through the emulator (CTest's
-    # CMAKE_CROSSCOMPILING_EMULATOR, Meson's exe_wrapper: the workspace's target-run, Wine or wasmtime); a script
-    # or make goal would start a .exe bare (a module goes to wasmtime by the sandbox's binfmt, exec_handler)
+    # Windows, WebAssembly: the harnesses that start each test through the emulator (CTest's emulator, Meson's
+    # exe_wrapper: target-run); a script would start a .exe bare (a module: to wasmtime by binfmt, exec_handler)
     through_emulator = target.runs_through_target_run and harness is not None and harness.name in (
         "ctest", "meson test")
     no_runner = target.qemu is None and not through_emulator and box.exec_handler is None
