@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crossbuild.proof import harness, harness_tie
+from crossbuild.proof import harness, harness_tie, target_run
 from crossbuild.proof import harness_records as records
 from tests.conftest import cb
 
@@ -361,6 +361,12 @@ def test_a_harness_test_counts_for_tested_only_when_it_starts_a_target_program(t
     assert [r.on_target for r in runs] == [False, True, True]
     assert not_tested(True, runs, None) is None
     assert "starts a target program" in not_tested(True, runs[:1], None)
+    # automake's tests are its programs, by name: a Windows one with its .exe (libtool's real one in .libs/)
+    check = harness.Harness("make check", [], tmp_path)
+    automake = [SmokeRun(path=name, command=[], passed=True, harness="make check")
+                for name in ("test_calc.exe", "t/rw", "run.sh")]
+    harness_tie.tie(automake, check, {}, {f"{build}/.libs/test_calc.exe", f"{build}/t/.libs/lt-rw"})
+    assert [r.on_target for r in automake] == [True, True, False]
 
 
 def test_a_script_test_is_not_built_only_when_the_build_links_the_program_it_names_and_never_made_it(tmp_path):
@@ -455,7 +461,7 @@ def test_the_targets_library_folders_reach_target_programs_only(tmp_path):
     tc = Toolchain.for_target(TARGETS["aarch64-linux-musl"], tmp_path / "ws")
     built = [str(tmp_path / "ws" / "build" / "lib"), str(tmp_path / "ws" / "build" / "a:b"),
              str(tmp_path / "ws" / "c,d")]
-    env = harness._environment(tc, built)
+    env = target_run.harness_environment(tc, built)
     assert env["QEMU_SET_ENV"] == f"LD_LIBRARY_PATH={built[0]}"
     assert not any(str(tmp_path) in part for part in env.get("LD_LIBRARY_PATH", "").split(":"))
 

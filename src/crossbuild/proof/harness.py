@@ -39,7 +39,7 @@ from crossbuild.proof import make_goal, slowdown
 from crossbuild.proof.artifacts import check_artifact, scan_tree
 from crossbuild.proof.harness_records import Harness
 from crossbuild.proof.smoke import UNFINISHED, SmokeRun, own_folders, smoke_runs
-from crossbuild.proof.target_run import runner_argv
+from crossbuild.proof.target_run import harness_environment, runner_argv
 from crossbuild.proof.triage import triage
 
 JOBS = min(os.cpu_count() or 1, 4)  # tests side by side, as the build's own jobs
@@ -83,7 +83,7 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
     lib_dirs = sorted({str((root / a["path"]).parent) for a in artifacts
                        if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of")})
     scale = slowdown.factor(target)
-    env = _environment(toolchain, [*lib_dirs, *dependency_lib_dirs])
+    env = harness_environment(toolchain, [*lib_dirs, *dependency_lib_dirs])
     if harness.name == make_goal.HARNESS:
         return _run_make_goal(harness, root, target, toolchain, box, env, timeout, scale, log_dir,
                               dependency_lib_dirs, budget)
@@ -287,18 +287,6 @@ def _make_database(step: BuildStep, argv: list[str], toolchain: Toolchain, box: 
     box.run(argv, cwd=ws / step.cwd, env=toolchain.env.as_dict() | dict(step.env),
             log_path=log_dir / "make-database.log", limits=Limits(timeout_s=60, max_output_bytes=32 << 20))
     return safefs.read_text_or_none(log_dir, "make-database.log", max_bytes=33 << 20)
-
-
-def _environment(toolchain: Toolchain, lib_dirs: list[str]) -> dict[str, str]:
-    """The build environment, and the target's library folders for target programs only: qemu sets them in the
-    program's environment (QEMU_SET_ENV). LD_LIBRARY_PATH itself would reach the host programs that start the
-    sandbox (bwrap), which must never load a library from a folder the build wrote."""
-    env = toolchain.env.as_dict()
-    env["AM_COLOR_TESTS"] = "no"
-    usable = [d for d in lib_dirs if not set(d) & {":", ",", "="}]  # QEMU_SET_ENV's and the path's separators
-    if usable:
-        env["QEMU_SET_ENV"] = "LD_LIBRARY_PATH=" + ":".join(usable)
-    return env
 
 
 def _listing(harness: Harness, box: Sandbox, env: dict[str, str], log_dir: Path) -> dict[str, list[str]]:

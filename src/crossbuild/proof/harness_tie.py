@@ -27,7 +27,7 @@ _CMAKE_REGEX_SPECIAL = re.compile(r"[.^$*+?()\[\]{}|\\]")  # escaped with a back
 def tie(runs: list[SmokeRun], harness: Harness, commands: dict[str, list[str]], target_programs: set[str]) -> None:
     """Mark each run whose test starts a target program (on_target): by its command (CTest, Meson), or, for
     automake, by being one of TARGET_PROGRAMS itself (its wrapper's name)."""
-    names = {Path(p).name.removeprefix("lt-") for p in target_programs}
+    names = {Path(p).name.removeprefix("lt-").removesuffix(".exe") for p in target_programs}
     for r in runs:
         if harness.name == "make check":
             r.on_target = Path(r.path).name.removesuffix(".exe") in names

@@ -10,6 +10,7 @@ import platform
 import re
 import struct
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
@@ -17,7 +18,7 @@ from elftools.elf.enums import ENUM_E_MACHINE
 
 from crossbuild.env import cxx_runtime, musl_loader, musl_sysroot, workspace
 from crossbuild.env.sandbox import Sandbox
-from crossbuild.env.toolchain import XBUILD, qemu_sysroot
+from crossbuild.env.toolchain import XBUILD, Toolchain, qemu_sysroot
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.binary_formats import dynamic_symbols
@@ -54,14 +55,15 @@ def exec_handler(target: Target, workspace: Path | None = None) -> str | None:
     """A binfmt_misc registration that hands every program of TARGET's machine a test program starts (libuv's and
     glib's runners start themselves once per test) to qemu, as binfmt makes `execve` work on a machine with
     qemu-user-binfmt; None when the target runs natively or has no qemu. Its qemu finds the loader through
-    QEMU_LD_PREFIX (runner_argv), since binfmt passes no options. A WebAssembly module goes to WORKSPACE's
-    target-run (wasmtime, its preopens), told by the module's magic and version: a test script's `./test1` runs
-    as CTest's emulator would run it."""
-    if target.is_wasm:
+    QEMU_LD_PREFIX (runner_argv), since binfmt passes no options. A WebAssembly module (told by its magic and
+    version) or a Windows program (MZ) goes to WORKSPACE's target-run (wasmtime with its preopens, Wine with the
+    workspace's prefix): a test script's `./test1` or automake's `./test1.exe` runs as CTest's emulator would."""
+    if target.runs_through_target_run:
         script = workspace / XBUILD / "bin" / "target-run" if workspace is not None else None
         if script is None or not script.is_file() or not _REGISTRABLE.fullmatch(str(script)):
             return None
-        return f":crossbuild-wasm:M::\\x00asm\\x01\\x00\\x00\\x00::{script}:F"
+        name, magic = ("wasm", "\\x00asm\\x01\\x00\\x00\\x00") if target.is_wasm else ("pe", "MZ")
+        return f":crossbuild-{name}:M::{magic}::{script}:F"
     prefix, _ = qemu_command(target)
     if prefix is None or target.arch == platform.machine() or not target.is_linux:  # binfmt here is for ELF
         return None
@@ -104,6 +106,11 @@ def test_program_box(box: Sandbox, target: Target, workspace: Path | None = None
     return box.for_test_programs(loader_roots=loader_roots(target), exec_handler=exec_handler(target, workspace))
 
 
+def wine_path(folders: Sequence[str]) -> str:
+    """WINEPATH naming FOLDERS (host paths), where Wine looks for a program's DLLs: Z: is the host's root."""
+    return ";".join("Z:" + d.replace("/", "\\") for d in folders)
+
+
 def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str] = (),
                 args: list[str] = (), workspace: Path | None = None) -> tuple[list[str] | None, str | None]:
     """The command that runs EXE (with ARGS) on this machine, or why it cannot run here. A Windows program runs
@@ -119,8 +126,7 @@ def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str]
                 + ", and there is none here"
         if target.is_wasm:
             return [str(script), str(exe), *args], None
-        dll_path = ";".join("Z:" + d.replace("/", "\\") for d in lib_dirs)
-        return ["/usr/bin/env", f"WINEPATH={dll_path}", str(script), str(exe), *args], None
+        return ["/usr/bin/env", f"WINEPATH={wine_path(lib_dirs)}", str(script), str(exe), *args], None
     argv = list(prefix)
     if dynamic:
         sysroot, why = loader_root(target)
@@ -171,3 +177,18 @@ def _unresolved_by_loader(root: Path, exe_rel: str, lib_rels: list[str], target:
         if anchor == root:
             required |= needs
     return sorted(required - provided)
+
+
+def harness_environment(toolchain: Toolchain, lib_dirs: list[str]) -> dict[str, str]:
+    """What a project's test harness runs with: the build environment, and the target's library folders for target
+    programs only: qemu sets them in the program's environment (QEMU_SET_ENV), Wine reads WINEPATH.
+    LD_LIBRARY_PATH itself would reach the host programs that start the sandbox (bwrap), which must never load a
+    library from a folder the build wrote."""
+    env = toolchain.env.as_dict()
+    env["AM_COLOR_TESTS"] = "no"
+    usable = [d for d in lib_dirs if not set(d) & {":", ",", "=", ";"}]  # the variables' separators
+    if usable:
+        env["QEMU_SET_ENV"] = "LD_LIBRARY_PATH=" + ":".join(usable)
+        if toolchain.target.is_windows:  # a .exe a script starts (binfmt) finds the DLLs as runner_argv's do
+            env["WINEPATH"] = wine_path(usable)
+    return env
