@@ -1,0 +1,30 @@
+"""`crossbuild build` with the offline planner on autotools sources that ship no configure script, as a user runs
+it: what stops `autoreconf -fi` before any compiler runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.agent.test_planner_builds import _build, _project
+
+
+@pytest.mark.slow
+def test_automake_wanting_a_changelog_the_release_lacks_gets_an_empty_one_as_debian_gives_it(tmp_path):
+    """No `foreign` in AM_INIT_AUTOMAKE: automake holds the project to the GNU standards and refuses to run without
+    a top-level ChangeLog (`Makefile.am: error: required file './ChangeLog' not found`); Debian's rules `touch
+    ChangeLog` for such a release. The planner writes the empty file and builds; the user's source is untouched."""
+    src = _project(tmp_path / "gnu", {
+        "configure.ac": "AC_INIT([gnu], [1.0])\nAM_INIT_AUTOMAKE\nAC_PROG_CC\nAC_PROG_RANLIB\n"
+                        "AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
+        "Makefile.am": "lib_LIBRARIES = libgnu.a\nlibgnu_a_SOURCES = gnu.c\ncheck_PROGRAMS = gnu_test\n"
+                       "gnu_test_SOURCES = gnu_test.c\ngnu_test_LDADD = libgnu.a\nTESTS = gnu_test\n",
+        "gnu.c": "int gnu(void) { return 42; }\n",
+        "gnu_test.c": "int gnu(void);\nint main(void) { return gnu() == 42 ? 0 : 1; }\n",
+        "NEWS": "", "README": "gnu\n", "AUTHORS": "", "COPYING": "",
+    })
+    r, out = _build(tmp_path, str(src), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
+    assert "automake-gnu-files-missing" in out["message"], out["message"]
+    assert (tmp_path / "ws" / "src" / "ChangeLog").read_text() == ""
+    assert not (src / "ChangeLog").exists()
