@@ -1,5 +1,5 @@
 """`crossbuild build` with the offline planner on autotools sources that ship no configure script, as a user runs
-it: what stops `autoreconf -fi` before any compiler runs."""
+it: what stops `autoreconf -fi` before any compiler runs, and what configure finds that the target cannot give."""
 
 from __future__ import annotations
 
@@ -28,3 +28,25 @@ def test_automake_wanting_a_changelog_the_release_lacks_gets_an_empty_one_as_deb
     assert "automake-gnu-files-missing" in out["message"], out["message"]
     assert (tmp_path / "ws" / "src" / "ChangeLog").read_text() == ""
     assert not (src / "ChangeLog").exists()
+
+
+@pytest.mark.slow
+def test_x86_port_io_that_musls_header_offers_elsewhere_is_configured_away(tmp_path):
+    """musl installs <sys/io.h> on aarch64 too, and defines ioperm/outb only on x86: a project that tests for the
+    header takes its port-I/O path and its program fails to link (`undefined reference: ioperm`). Configured with
+    the header absent, as glibc has it there, it takes its other path and its test runs on the target."""
+    src = _project(tmp_path / "pio", {
+        "configure.ac": "AC_INIT([pio], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\nAC_PROG_RANLIB\n"
+                        "AC_CHECK_HEADERS([sys/io.h])\nAC_CONFIG_HEADERS([config.h])\n"
+                        "AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
+        "Makefile.am": "lib_LIBRARIES = libpio.a\nlibpio_a_SOURCES = pio.c\ncheck_PROGRAMS = pio_test\n"
+                       "pio_test_SOURCES = pio_test.c\npio_test_LDADD = libpio.a\nTESTS = pio_test\n",
+        "pio.c": "#include \"config.h\"\n#ifdef HAVE_SYS_IO_H\n#include <sys/io.h>\n"
+                 "int pio_open(void) { return ioperm(0x378, 3, 1); }\n"
+                 "#else\nint pio_open(void) { return 0; } /* ppdev */\n#endif\n",
+        "pio_test.c": "int pio_open(void);\nint main(void) { return pio_open(); }\n",
+    })
+    r, out = _build(tmp_path, str(src), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
+    assert "ac_cv_header_sys_io_h=no" in out["message"], out["message"]
