@@ -96,3 +96,28 @@ def test_a_cancelled_call_stops_waiting_for_another_runs_build_of_the_same_depen
         assert not r.ok and "cancelled while another run was building zlib for aarch64-linux-musl" in r.message
     finally:
         release.set()
+
+
+def test_a_dependency_whose_own_suite_failed_in_part_is_provided_and_said_unless_it_crashed_or_mostly_failed():
+    """libxml2 for aarch64: every binary fits, the clean rebuild passed, and 4 of its 5 CTest tests passed; runtest,
+    one CTest test holding 508 cases, had one error under qemu. A consumer needs the library, and its own verdict
+    stands on its own tests: libxml2 is provided, with what failed. A crash, a failing artifact or a suite that
+    mostly failed still refuses it."""
+    from crossbuild.agent.dependency_builder import tests_alone_failed
+    from crossbuild.proof.smoke import SmokeRun
+    from crossbuild.proof.verify import VerifyReport
+
+    def report(passed, failed, triage="failed", artifact_ok=True):
+        runs = [SmokeRun(path=f"ok{i}", command=[], passed=True, harness="ctest") for i in range(passed)]
+        runs += [SmokeRun(path=f"bad{i}", command=[], passed=False, harness="ctest", triage=triage, why="failed")
+                 for i in range(failed)]
+        return VerifyReport(target="aarch64-linux-musl", root="build",
+                            reasons=[f"bad{i} failed" for i in range(failed)],
+                            artifacts=[{"path": "libxml2.so", "ok": artifact_ok}], smoke_runs=runs,
+                            rebuild={"ok": True})
+
+    said = tests_alone_failed(report(4, 1))
+    assert said and said.startswith("4 passed, 1 failed: ctest test bad0")
+    assert tests_alone_failed(report(2, 2)) is None  # half of them failed
+    assert tests_alone_failed(report(9, 1, triage="crashed")) is None
+    assert tests_alone_failed(report(9, 1, artifact_ok=False)) is None
