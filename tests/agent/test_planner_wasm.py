@@ -100,3 +100,28 @@ def test_a_network_feature_wasi_has_no_sockets_for_is_turned_off_by_its_option(t
     assert "RELAY_WITH_NETWORK=OFF" in out["message"], out["message"]
     runs = {r_["path"]: r_ for r_ in out["verify"]["smoke_runs"]}
     assert runs["relay"]["passed"] and runs["relay"]["on_target"]
+
+
+@pytest.mark.slow
+def test_a_wasm_build_without_tests_is_exercised_by_crossbuilds_probes_under_wasmtime(tmp_path):
+    """No test suite: the verifier starts the module the project installs (`tally --version` under wasmtime) and
+    links its archive whole into a probe module that it starts, so the verdict is `exercised`, not `built`."""
+    src = _project(tmp_path / "tally", {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.13)\nproject(tally C)\n"
+                          "add_library(tally STATIC tally.c)\nadd_executable(tally_cli cli.c)\n"
+                          "set_target_properties(tally_cli PROPERTIES OUTPUT_NAME tally)\n"
+                          "target_link_libraries(tally_cli tally)\n"
+                          "install(TARGETS tally tally_cli DESTINATION lib)\n",
+        "tally.c": "static int seen;\n__attribute__((constructor)) static void start(void) { seen = 1; }\n"
+                   "int tally_add(int a, int b) { return seen ? a + b : -1; }\n",
+        "cli.c": "#include <stdio.h>\n#include <string.h>\nint tally_add(int, int);\n"
+                 "int main(int argc, char **argv) {\n  if (argc > 1 && !strcmp(argv[1], \"--version\")) "
+                 "{ puts(\"tally 1.0\"); return 0; }\n  printf(\"%d\\n\", tally_add(1, 2));\n  return 0;\n}\n",
+    })
+    r, out = _build(tmp_path, str(src), "wasm32-wasi")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    verdict = out["verify"]
+    assert verdict["proof"] == "exercised", verdict.get("proof_why")
+    probes = {p["kind"]: p for p in verdict["probe_runs"]}
+    assert probes["executable"]["passed"] and "tally --version" in probes["executable"]["checked"], probes
+    assert probes["static_library"]["passed"] and "linked whole" in probes["static_library"]["checked"], probes

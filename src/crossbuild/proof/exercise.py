@@ -127,7 +127,8 @@ class _Runner:
             cwd: Path | None = None, limit: float | None = None) -> tuple[int | None, str | None, list[str]] | None:
         """Run EXE ARGS on the target (under LIMIT seconds, default the scaled base limit): (exit status, what
         stopped it, its output), or None with PROBE.skipped."""
-        argv, why_not = runner_argv(self.target, exe, dynamic=dynamic, lib_dirs=self.lib_dirs, args=args)
+        argv, why_not = runner_argv(self.target, exe, dynamic=dynamic, lib_dirs=self.lib_dirs, args=args,
+                                    workspace=self.workspace)
         if argv is not None and dynamic and self.target.libc == "musl" and rel is not None:
             why_not = loader_lacks(self.target, self.root, rel, self.lib_rels, self.dependency_lib_dirs)
         if argv is None or why_not:
@@ -152,10 +153,10 @@ def exercise(root: Path, target: Target, artifacts: list[dict], toolchain: Toolc
     the project's install ran, its products are what it installed (INSTALLED: the file names it wrote): a test
     helper or a generator it leaves in the build folder (miniupnpc's minihttptestserver, libzip's regress/
     programs) is not one."""
-    if qemu_command(target)[0] is None or target.binary_format != "elf":
-        # nothing of this target runs here (the test programs' skip says why); Windows programs run under Wine and
-        # WebAssembly under wasmtime, but crossbuild's probes (dlopen, whole-archive links) are ELF's: those
-        # targets reach `tested` or `built`
+    if qemu_command(target)[0] is None or target.binary_format not in ("elf", "wasm"):
+        # nothing of this target runs here (the test programs' skip says why); Windows programs run under Wine,
+        # but the probes' dlopen is ELF's: Windows reaches `tested` or `built`. WebAssembly has no shared
+        # libraries: its modules are started and its archives linked whole into a module, under wasmtime
         return []
     mine = [a for a in artifacts if a["ok"] and not a.get("member_of")
             and not _INTERNAL.intersection(Path(a["path"]).parts)
@@ -307,7 +308,8 @@ def _link(runner: _Runner, a: dict, others: list[str], toolchain: Toolchain, box
     prefix_libs = [str(p) for d in ("lib", "lib64") if (toolchain.prefix / d).is_dir()
                    for p in sorted((toolchain.prefix / d).glob("*.a"))]
     group = [str(runner.root / rel) for rel in others] + prefix_libs
-    system = ["-lm", "-lpthread"] + (["-ldl"] if runner.target.libc == "glibc" else [])
+    system = ["-lm"] + (["-lpthread"] if not runner.target.is_wasm else []) + (
+        ["-ldl"] if runner.target.libc == "glibc" else [])
     tail = ["-Wl,--whole-archive", str(runner.root / a["path"]), "-Wl,--no-whole-archive",
             *(["-Wl,--start-group", *group, "-Wl,--end-group"] if group else []), *system]
     linked = f"linked whole ({len(others)} other project archives, {len(prefix_libs)} of the prefix's)"
@@ -318,7 +320,7 @@ def _link(runner: _Runner, a: dict, others: list[str], toolchain: Toolchain, box
         probe.why = error
         return probe
     with open(built, "rb") as f:
-        dynamic = has_interpreter(f)
+        dynamic = not runner.target.is_wasm and has_interpreter(f)
     if main_inside:
         _harmless(runner, probe, built, dynamic=dynamic, rel=None)
         probe.checked = f"{linked} as the program (it defines main()), then {probe.checked}"

@@ -419,9 +419,8 @@ def scan_elsewhere(root: Path, toolchain: Toolchain | None) -> ScanResult | None
 def _why_no_probe(target: Target) -> str | None:
     """Why crossbuild's probes cannot run TARGET's products here, or None when they can (exercise.py)."""
     why = qemu_command(target)[1]
-    if why is None and target.binary_format != "elf":  # Wine or wasmtime runs the tests; the probes are ELF's
-        kind = {"pe": "Windows", "wasm": "WebAssembly"}.get(target.binary_format, target.binary_format)
-        return f"crossbuild's probes are ELF programs: none for {kind} products yet"
+    if why is None and target.is_windows:  # Wine runs the tests; the probes' dlopen is ELF's
+        return "crossbuild's probes are ELF and WebAssembly programs: none for Windows products yet"
     return why
 
 
