@@ -105,6 +105,24 @@ def test_build_status_names_the_projects_own_cmake_projects_and_not_vendored_one
     assert tests_off.tests_off_by_default(data["options"], data["cmake_projects"]) == ["gtest_build_tests"]
 
 
+def test_build_status_names_the_variables_the_top_cmake_file_needs_true_to_build_the_tests(ctx, call):
+    """libgd: `if (BUILD_TEST) ENABLE_TESTING()` with no option() declaring BUILD_TEST, so the cache has no entry
+    to find. A declared option, a negated skip switch, a variable compared, a checker's switch and an examples
+    folder are not such variables."""
+    src = ctx.root / "src"
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(gd C)\noption(ENABLE_PNG \"png\" OFF)\n"
+        "option(GD_TESTS \"tests\" OFF)\nif (BUILD_TEST)\n\tENABLE_TESTING()\nendif (BUILD_TEST)\n"
+        "if(WITH_CHECKS AND NOT WIN32)\n  add_subdirectory(tests)\nendif()\n"
+        "if(GD_TESTS)\n  add_test(NAME a COMMAND a)\nendif()\nif(NOT NO_TESTS)\n  add_test(NAME b COMMAND b)\nendif()\n"
+        "if(TEST_LEVEL GREATER 1)\n  add_test(NAME c COMMAND c)\nendif()\n"
+        "if(ENABLE_VALGRIND_TESTS)\n  add_test(NAME d COMMAND d)\nendif()\n"
+        "if(BUILD_EXAMPLES)\n  add_subdirectory(examples)\nendif()\n")
+    r = call("run_command", {"command": "cmake -S src -B build"})
+    assert r.ok, r.render()
+    assert call("build_status").data["test_variables"] == ["BUILD_TEST", "WITH_CHECKS"]
+
+
 def test_the_dependencies_a_session_provided_are_remembered_by_a_reopened_workspace(ctx):
     ctx.record_dependency("ZLIB", None)
     ctx.record_dependency("GTest", "1.12.1-0.2")

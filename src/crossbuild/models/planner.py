@@ -367,11 +367,16 @@ class Planner:
         s.phase, s.tests_on = "steps", "done"
         set_here = {a.removeprefix("-D").split("=")[0].split(":")[0] for a in s.extra["cmake_args"]}
         # never one this plan set: a switch a fix turned off (fmt's FMT_TEST, its googletest missing) stays off
-        names = [n for n in tests_off_by_default(data.get("options") or {}, data.get("cmake_projects") or [])
-                 if n not in set_here]
-        if names:
-            s.extra["cmake_args"] += [f"-D{n}=ON" for n in names]
-            s.notes.append(f"tests turned on (off by default): {' '.join(f'-D{n}=ON' for n in names)}")
+        options = data.get("options") or {}
+        names = [n for n in tests_off_by_default(options, data.get("cmake_projects") or []) if n not in set_here]
+        args = [f"-D{n}=ON" for n in names]
+        # and a variable the top CMakeLists.txt tests before building them, declared nowhere (libgd's BUILD_TEST):
+        # typed BOOL, so the cache lists it with the options a later fix can turn off
+        args += [f"-D{n}:BOOL=ON" for n in data.get("test_variables") or [] if n not in options
+                 and n not in set_here and n not in names]
+        if args:
+            s.extra["cmake_args"] += args
+            s.notes.append(f"tests turned on (off by default): {' '.join(args)}")
             s.step -= 1  # configure again
 
     def _on_goals(self, data: dict[str, Any], result: Message) -> None:

@@ -70,6 +70,12 @@ def tests_off_by_default(options: dict[str, str], projects: Sequence[str]) -> li
             and (name.upper() == "BUILD_TESTING" or name.upper().startswith(own))]
 
 
+def turns_tests_on(name: str) -> bool:
+    """Whether setting the variable NAME true builds the project's own tests (BUILD_TEST, WITH_TESTS), as opposed
+    to skipping them (NO_TESTS), running them only, or needing another toolchain or a checker."""
+    return _is_test_switch(name) and not _NOT_HERE.search(name) and not _NEGATED.search(name)
+
+
 def turns_tests_off(arg: str) -> bool:
     """Whether the one argument ARG (of cmake, meson setup, configure or make) turns the project's tests off:
     -DBUILD_TESTING=OFF, -DFOO_TESTS:BOOL=OFF, -Dtests=false, --disable-tests, --without-check, TESTS= ...

@@ -32,6 +32,7 @@ from crossbuild.tools.project_facts import (
     make_goals,
     meson_options,
     project_options,
+    test_variables,
 )
 
 
@@ -143,6 +144,7 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
                       data={"options": options, "choice_options": choices, "configure_options": switches,
                             "meson_options": meson, "cmake_targets": targets,
                             "cmake_projects": cmake_projects(ctx.root) if system == "cmake" else [],
+                            "test_variables": test_variables(ctx.root, source) if system == "cmake" else [],
                             "make_goals": goals, "make_cross_switches": cross, "make_conditional_rules": behind,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,

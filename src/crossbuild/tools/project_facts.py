@@ -15,6 +15,9 @@ from typing import Any
 from crossbuild.diagnosis import cmake_lists
 from crossbuild.env import recipes
 from crossbuild.foundation import safefs
+from crossbuild.proof.tests_off import turns_tests_on
+
+_TEST_FOLDER = re.compile(r"^(unit[_-]?)?(tests?|testing|testsuite|checks?)$", re.I)
 
 
 def config_scripts(root: Path, source: str = "src") -> list[str]:
@@ -82,6 +85,24 @@ def declared_options(root: Path, source: str = "src", max_files: int = 300) -> d
                 default = cmd.args[2] if len(cmd.args) > 2 else "OFF"
                 out.setdefault(cmd.args[0], default.strip('"').upper() or "OFF")
     return out
+
+
+def test_variables(root: Path, source: str = "src") -> list[str]:
+    """Variables the top CMakeLists.txt must find true to build the tests - an if() around enable_testing(),
+    add_test() or add_subdirectory() of a test folder - that no option() declares (libgd's `if (BUILD_TEST)
+    ENABLE_TESTING()`): unset, they leave the tests out, and no cache entry says so."""
+    text = safefs.read_text_or_none(root, f"{source}/CMakeLists.txt", max_bytes=1 << 20) or ""
+    cmds = cmake_lists.commands(text)
+    declared = {c.args[0] for c in cmds if c.name in ("option", "cmake_dependent_option") and c.args}
+    found: list[str] = []
+    for cmd in cmds:
+        if cmd.name in ("enable_testing", "add_test") or (
+                cmd.name == "add_subdirectory" and cmd.args and _TEST_FOLDER.search(cmd.args[0].strip('"'))):
+            for branch in cmake_lists.enclosing_branches(cmds, cmd.line):
+                for condition, held in branch.conditions:
+                    found += [name for name, value in cmake_lists.switch_terms(condition.args, held).items()
+                              if value and name not in declared and name not in found and turns_tests_on(name)]
+    return found
 
 
 def project_options(root: Path, build: str = "build") -> dict[str, str]:
