@@ -1,0 +1,116 @@
+"""The offline planner's state: what one plan knows and has tried (PlannerState), its limits, and the helpers
+every part of the policy reads."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from crossbuild.proof.tests_off import turns_tests_off
+from crossbuild.tools.base import Toolset
+
+MAX_ATTEMPTS = 6  # configure/build cycles, each after applying at least one new fix
+
+BUILD_TIMEOUT_S = 3600
+
+ARG_KIND = {"cmake": "cmake_args", "meson": "meson_args", "autotools": "configure_args",
+            "configure": "configure_args", "make": "make_args"}
+
+# Options about how the project is built, never a feature to drop (libpng: a test links -lpng_shared, the project's
+# own target; turning PNG_SHARED off would remove the library itself).
+HOW_BUILT = re.compile(r"SHARED|STATIC|PIC\b|INSTALL|FRAMEWORK|(^|_)LIBS?$", re.IGNORECASE)
+
+
+
+@dataclass
+class PlannerState:
+    phase: str = "start"  # start | steps | options | goals | targets | switching | finishing | blocked | done
+    system: str | None = None
+    recipe: list[dict[str, Any]] = field(default_factory=list)
+    output_dir: str = "build"
+    step: int = 0
+    attempts: int = 0
+    extra: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in (
+        "cmake_args", "meson_args", "configure_args", "make_args")})
+    applied: set[str] = field(default_factory=set)
+    pending_edits: list[dict[str, Any]] = field(default_factory=list)
+    pending_deps: list[str] = field(default_factory=list)
+    pending_tools: list[str] = field(default_factory=list)  # build-machine programs and data to provide
+    # a generator that failed for want of a tool can leave its output empty (`python3 gen.py > table.cc`, kept
+    # when the Makefile marks it .PRECIOUS, as re2 does), and make would take it as up to date
+    remove_empty_outputs: bool = False
+    empty_outputs: list[str] = field(default_factory=list)
+    pending_switch: str | None = None
+    pending_disable: list[str] = field(default_factory=list)  # option-name patterns waiting for build_status
+    pending_system: list[str] = field(default_factory=list)  # dependencies whose choice option should say "system"
+    feature_of: dict[str, str] = field(default_factory=dict)  # disable pattern -> the dependency it replaces
+    source_dir: str = "src"  # the project's root folder (build_status's source_dir)
+    in_tree: bool = False  # an autotools build moved into the source folder (_build_in_tree)
+    config_scripts: list[str] = field(default_factory=list)  # the project's config.sub/config.guess copies
+    other_systems: list[str] = field(default_factory=list)  # the other build systems the source also has
+    debian_system: str = ""  # the build system debian/rules uses, when the source has debian/
+    switched_from: str = ""  # the output folder of a build system given up for another (removed first)
+    conditional_rules: dict[str, str] = field(default_factory=dict)  # Makefile target -> `VAR=1` that enables it
+    debian_files: dict[str, str] = field(default_factory=dict)  # what debian/rules writes (workspace path -> text)
+    workspace: str = ""  # the workspace's absolute path (make runs sub-makes in other folders)
+    configure_args: list[str] = field(default_factory=list)  # the toolchain's ./configure arguments
+    libtool: str = ""  # the libtool made for the target, once made
+    pending_goals: bool = False  # build make's default goal's prerequisites by name (asks build_status for them)
+    make_goals: list[str] = field(default_factory=list)  # explicit goals for the build step's make
+    clean_first: bool = False  # remove the build folder before configuring again (no stale objects, fresh cache)
+    make_clean: bool = False  # a fix asked for a clean build: an in-tree make restart runs `make clean` first
+    cleaning: str = ""  # the command running removes old outputs: "required", or "optional" (make clean may fail)
+    env: dict[str, str] = field(default_factory=dict)
+    tests_off_by: dict[str, str] = field(default_factory=dict)  # disable pattern or "make goals" -> the entry's id
+    # test or example programs failed to build (CMake): build the other targets by name before turning tests off;
+    # split: "" (not tried) | "asked" (build_status asked for the targets) | "going" (the build kept going past
+    # its failures, ninja -k 0, to see which targets build) | "trying" | "done" | "failed"
+    split: str = ""
+    split_from: dict[str, Any] = field(default_factory=dict)  # the failed build step, its result's data and entry
+    serial: bool = False  # a parallel make build that failed was run again serially (_serially)
+    split_later: dict[str, Any] = field(default_factory=dict)  # tests failed to build; a dependency is tried first
+    tests_on: str = ""  # "" | "asked" | "done": whether the CMake project's tests off by default were looked for
+    # entries whose fixes that turn tests off were held back while others were tried: the last resort, when the
+    # failure comes back with nothing attached (a dependency for an example could not be built)
+    held_kb: list[dict[str, Any]] = field(default_factory=list)
+    # a diagnosed configure failure's switches, by the dependency its failing call looked for: taken if that
+    # dependency cannot be built (_without_dependency)
+    governing: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    blocked_reason: str = ""
+
+
+
+class PlannerParts:
+    """What every part of the policy reads (the mixins Planner is made of): its state, the tools of the turn it is
+    asked for, and how many rounds of fixes it may try."""
+
+    state: PlannerState
+    tools: Toolset | tuple[()]
+    max_attempts: int
+
+
+def action_key(action: dict[str, Any]) -> str:
+    """How an applied action is remembered (PlannerState.applied): its canonical JSON."""
+    return json.dumps(action, sort_keys=True)
+
+
+
+def innermost(switches: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of a diagnosis' switches (outermost first), the innermost that keeps the tests, else the innermost: the
+    narrowest feature to drop."""
+    return ([w for w in switches if not turns_tests_off(w["arg"])] or switches)[-1]
+
+
+
+def restart_index(recipe: list[dict[str, Any]]) -> int:
+    """Start again from configuring, after the fixes that go before it (prepare steps such as autoreconf are
+    kept); with nothing to configure, from the first step after the prepare steps (a plain Makefile's libtool for
+    the target is made once, not at every restart)."""
+    for i, step in enumerate(recipe):
+        if step["phase"] in ("fix", "configure"):
+            return i
+    return next((i for i, step in enumerate(recipe) if step["phase"] != "prepare"), 0)
+
