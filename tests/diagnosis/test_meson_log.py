@@ -73,3 +73,25 @@ def test_a_comparison_with_an_option_claims_nothing(tmp_path):
     d = _setup(tmp_path, "project('c', 'c')\nif get_option('x11') == false\n"
                          "  error('x11 is needed; a deliberately odd wording')\nendif\n", "-Dx11=false")
     assert d is not None and d.switches == ()
+
+
+def test_a_generator_looked_for_by_find_program_is_named_as_a_program_the_build_machine_lacks(tmp_path):
+    """libxkbcommon: bison, else byacc, each `find_program(..., required: false)`, and an error() in the last else:
+    the programs they looked for, in the project's order of preference, for provide_build_tool (not
+    build_dependency: they run on the build machine)."""
+    d = _setup(tmp_path, """project('kb', 'c')
+bison = find_program('bison-nowhere', 'win_bison-nowhere', required: false)
+if bison.found()
+  message('bison')
+else
+  byacc = find_program('byacc-nowhere', required: false)
+  if byacc.found()
+    message('byacc')
+  else
+    error('Could not find a compatible YACC program (bison or byacc)')
+  endif
+endif
+""")
+    assert d is not None and d.where == "src/meson.build:10" and d.missing == ()
+    assert d.programs == ("bison-nowhere", "win_bison-nowhere", "byacc-nowhere")
+    assert "programs looked for and not found: bison-nowhere" in d.summary()

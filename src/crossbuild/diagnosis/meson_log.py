@@ -22,6 +22,8 @@ _GET_OPTION = re.compile(r"(\bnot\s+)?get_option\(\s*'([^']+)'\s*\)(\.(?:enabled
 _REQUIRED_BY = re.compile(r"required\s*:\s*(not\s+)?get_option\(\s*'([^']+)'\s*\)")
 _LOOKUP = re.compile(r"\b(dependency|has_header|check_header)\(\s*'([^']+)'")
 _ASSIGNED = re.compile(r"^\s*(\w+)\s*=\s*dependency\(\s*'([^']+)'", re.MULTILINE)
+# `bison = find_program('bison', 'win_bison', required: false)`: the variable and the names, in order
+_PROGRAM = re.compile(r"^\s*(\w+)\s*=\s*find_program\(\s*((?:'[\w.+-]+'\s*,\s*)*'[\w.+-]+')", re.MULTILINE)
 _COMPARED = re.compile(r"get_option\([^)]*\)(\.\w+\(\))?\s*[=!]=|[=!]=\s*(not\s+)?get_option\(")
 _BLOCK = re.compile(r"^\s*(if|elif|else|endif|foreach|endforeach)\b(.*)$")
 _TRIPLE = re.compile(r"'''.*?'''", re.DOTALL)  # the only strings that span lines
@@ -55,8 +57,12 @@ def read(root: Path, log: str, *, cwd: str, source: str) -> Diagnosis | None:
     branches = _branches(lines, line)
     missing = [name for kind, name in _LOOKUP.findall(statement)]
     assigned = dict((var, name) for var, name in _ASSIGNED.findall(text))
-    for b in branches:  # `if not tls_dep.found()` ... error(): what tls_dep looked for
-        missing += [assigned[var] for var in re.findall(r"\b(\w+)\.found\(\)", b.condition) if var in assigned]
+    found_programs = {var: re.findall(r"'([\w.+-]+)'", names) for var, names in _PROGRAM.findall(text)}
+    programs: list[str] = []
+    for b in branches:  # `if not tls_dep.found()` ... error(): what tls_dep (or a find_program) looked for
+        tested = re.findall(r"\b(\w+)\.found\(\)", b.condition)
+        missing += [assigned[var] for var in tested if var in assigned]
+        programs += [name for var in tested for name in found_programs.get(var, [])]
     switches: dict[str, Switch] = {}
     for negated, name in _REQUIRED_BY.findall(statement):
         _add(switches, options, name, not negated, f"`required: get_option('{name}')` at {rel}:{line}")
@@ -73,6 +79,7 @@ def read(root: Path, log: str, *, cwd: str, source: str) -> Diagnosis | None:
                  f"`if {b.condition.strip()[:100]}` at {rel}:{b.line}" + ("" if b.held else ", which was false"))
     return Diagnosis(system="meson", failed=" ".join(statement.split())[:200], where=f"{rel}:{line}",
                      message=m["message"][:300], missing=tuple(dict.fromkeys(missing)),
+                     programs=tuple(dict.fromkeys(programs)),
                      switches=tuple(switches.values()), record="Meson's error location and options")
 
 

@@ -39,6 +39,9 @@ class Diagnosis:
     chain: tuple[str, ...] = ()  # the project's calls that led there, outermost first: `src/x.cmake:9 need_tls()`
     missing: tuple[str, ...] = ()  # what it looked for and did not find, as build_dependency takes names
     not_found: tuple[str, ...] = ()  # the cache's *-NOTFOUND entries
+    # build-machine programs it looked for and did not find (a generator: bison or byacc), the first preferred, as
+    # provide_build_tool takes names
+    programs: tuple[str, ...] = ()
     switches: tuple[Switch, ...] = field(default_factory=tuple)
     record: str = ""  # what it was read from: "CMake's trace", "config.log"
 
@@ -52,6 +55,9 @@ class Diagnosis:
                  + (f", called from {' <- '.join(reversed(self.chain))}" if self.chain else "")]
         if self.missing:
             lines.append(f"  looked for and not found: {', '.join(self.missing)} (build_dependency may build it)")
+        if self.programs:
+            lines.append(f"  programs looked for and not found: {', '.join(self.programs)} (provide_build_tool "
+                         "gives one)")
         for s in self.switches:
             facts = [f"now {s.value}"] * bool(s.value) + [f"declared at {s.declared}"] * bool(s.declared)
             lines.append(f"  governed by {s.name}{' (' + ', '.join(facts) + ')' if facts else ''}: {s.arg} takes "

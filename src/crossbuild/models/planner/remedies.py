@@ -57,7 +57,8 @@ class Remedies(PlannerParts):
         attached = ", ".join(k["id"] for k in data.get("kb") or [])
         shown = [f"knowledge base: {'entries ' + attached if attached else 'no entry matched'}"]
         if diagnosis:
-            tried = ", ".join(diagnosis.get("missing") or []) or "nothing named"
+            tried = ", ".join([*(diagnosis.get("missing") or []), *(diagnosis.get("programs") or [])]) \
+                or "nothing named"
             switches = ", ".join(w["arg"] for w in diagnosis.get("switches") or []) or "no switch governs it"
             shown.append(f"diagnosis ({diagnosis.get('record') or s.system}): {diagnosis['failed'][:100]} at "
                          f"{diagnosis['where']}; looked for {tried}; {switches}")
@@ -80,7 +81,13 @@ class Remedies(PlannerParts):
         switches = [w for w in diagnosis.get("switches") or [] if not HOW_BUILT.search(w["name"])
                     and action_key({"kind": kind, "args": [w["arg"]]}) not in s.applied]
         wanted = [m for m in diagnosis.get("missing") or [] if m.lower() not in tried]
-        if wanted and "build_dependency" in self.tools:
+        programs = [p for p in diagnosis.get("programs") or []
+                    if action_key({"kind": "build_tool", "name": p}) not in s.applied]
+        if programs and "provide_build_tool" in self.tools:  # a generator for the build machine: bison, byacc
+            action = {"kind": "build_tool", "name": programs[0]}
+            s.notes.append(f"{diagnosis['failed'][:120]} at {diagnosis['where']} looked for the program "
+                           f"{programs[0]}")
+        elif wanted and "build_dependency" in self.tools:
             action = {"kind": "dependency", "name": wanted[0]}
             s.notes.append(f"{diagnosis['failed'][:120]} at {diagnosis['where']} looked for {wanted[0]}")
         elif switches:
