@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.agent.test_planner_builds import _build, _project
+from crossbuild.env import dependency_cache as deps
+from crossbuild.foundation import safefs
+from tests.agent.test_planner_builds import _build, _dependency_calls, _project
 
 
 @pytest.mark.slow
@@ -50,3 +52,34 @@ def test_x86_port_io_that_musls_header_offers_elsewhere_is_configured_away(tmp_p
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert out["status"] == "verified" and out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
     assert "ac_cv_header_sys_io_h=no" in out["message"], out["message"]
+
+
+@pytest.mark.slow
+def test_boost_headers_a_configure_check_requires_come_from_debians_headers_only_package(tmp_path):
+    """librevenge: `AC_CHECK_HEADERS(boost/algorithm/string.hpp ..., [], [AC_MSG_ERROR(...)])`. The header resolves
+    through Debian's Contents index to boost1.74, whose source builds with Boost's own b2, which the planner cannot
+    drive; its -dev package (libboost1.74-dev) holds headers and no library, so those are taken into the prefix
+    instead (nothing to compile for the target), and the project configures, builds and tests on the target."""
+    src = _project(tmp_path / "rev", {
+        "configure.ac": "AC_INIT([rev], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CXX\nAC_PROG_RANLIB\n"
+                        "AC_LANG([C++])\nAC_CHECK_HEADERS([boost/algorithm/string.hpp], [],\n"
+                        "  [AC_MSG_ERROR([Required boost headers not found.])])\n"
+                        "AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
+        "Makefile.am": "lib_LIBRARIES = librev.a\nlibrev_a_SOURCES = rev.cpp\ncheck_PROGRAMS = rev_test\n"
+                       "rev_test_SOURCES = rev_test.cpp\nrev_test_LDADD = librev.a\nTESTS = rev_test\n",
+        "rev.cpp": "#include <boost/algorithm/string.hpp>\n#include <string>\n"
+                   "std::string rev_upper(std::string s) { boost::algorithm::to_upper(s); return s; }\n",
+        "rev_test.cpp": "#include <string>\nstd::string rev_upper(std::string);\n"
+                        "int main() { return rev_upper(\"abc\") == \"ABC\" ? 0 : 1; }\n",
+    })
+    for entry in deps.list_cached():  # the path under test, not an earlier run's cached headers
+        if entry.source == "boost1.74" and entry.target == "aarch64-linux-musl":
+            safefs.remove_tree(entry.dir.parent, entry.dir.name)
+    r, out = _build(tmp_path, str(src), "aarch64-linux-musl", "--prefix", str(tmp_path / "prefix"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
+    assert "configure-header-check-failed" in out["message"], out["message"]
+    [boost] = _dependency_calls(tmp_path / "runs.db", out["run_id"])
+    assert "headers taken from Debian's libboost1.74-dev, which holds no library" in boost["message"], boost
+    assert (tmp_path / "prefix" / "include" / "boost" / "algorithm" / "string.hpp").is_file()
+    assert not list((tmp_path / "prefix").rglob("*.so*")) and not list((tmp_path / "prefix").rglob("*.a"))

@@ -75,3 +75,16 @@ def test_deps_resolve_prints_the_answer_and_the_files_that_show_it():
 def test_a_cmake_module_by_file_name_resolves_to_the_package_that_ships_it():
     assert debian_index.resolve("ECMSetupVersion.cmake").source == "extra-cmake-modules"
     assert debian_index.resolve("NoSuchModuleAnywhere.cmake").source is None
+
+
+def test_a_dev_package_with_headers_and_no_library_is_told_from_the_index(tmp_path):
+    """Boost 1.74's libboost1.74-dev holds 14,000 headers and no .so or .a (its libraries are other packages):
+    the headers a dependency needs can be taken from it; zlib's -dev package ships libz.so and libz.a."""
+    from crossbuild.env import debian_headers
+
+    assert debian_headers.headers_only_binary("boost1.74") == "libboost1.74-dev"
+    assert debian_headers.headers_only_binary("zlib") is None
+    assert debian_headers.headers_only_binary("no-such-source") is None
+    count = debian_headers.take_headers("libboost1.74-dev", tmp_path / "stage")
+    assert count > 10_000 and (tmp_path / "stage" / "include" / "boost" / "version.hpp").is_file()
+    assert not any(p.is_symlink() for p in (tmp_path / "stage").rglob("*"))

@@ -471,3 +471,19 @@ def test_real_a_libtool_style_macos_library_is_named_under_rpath(make_toolchain,
     with open(tmp_path / "m", "rb") as f:
         program = describe_macho(f, "m")
     assert "@rpath/liba.1.dylib" in program.needed and program.min_os == "11.0", program
+
+
+@pytest.mark.slow
+def test_cxx_code_written_against_libstdcxx_keeps_what_cxx17_removed(aarch64, tmp_path):
+    """Boost 1.74's container_hash derives from std::unary_function, which libstdc++ (Debian's g++) still declares
+    in C++17 and zig's libc++ hides: `zxx` asks libc++ to keep it (and bind1st, auto_ptr, random_shuffle), and
+    real zig compiles such code for the target; the C driver is left alone."""
+    assert "-D_LIBCPP_ENABLE_CXX17_REMOVED_UNARY_BINARY_FUNCTION" in cmd(["-c", "a.cc"], driver="c++")
+    assert not any("_LIBCPP" in a for a in cmd(["-c", "a.c"], driver="cc"))
+    (tmp_path / "old.cc").write_text("#include <functional>\n#include <memory>\n"
+                   "struct pos : std::unary_function<int, bool> { bool operator()(int x) const { return x > 0; } };\n"
+                   "int f(int x) { std::auto_ptr<int> p(new int(x)); return std::bind1st(std::plus<int>(), 1)(*p)"
+                   " + pos()(x); }\n")
+    r = run_in(aarch64, [str(aarch64.tool("zxx")), "-std=c++17", "-c", "old.cc", "-o", "old.o"], tmp_path,
+               timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.events import Event, EventSink, ignore
+from crossbuild.env import build_tools, debian_headers, dependency_names, recipes, workspace
 from crossbuild.env import dependency_cache as deps
-from crossbuild.env import dependency_names, recipes, workspace
 from crossbuild.foundation import host, safefs
 from crossbuild.models.planner import Planner
 from crossbuild.proof.artifacts import scan_tree
@@ -123,8 +124,9 @@ class DependencyBuilder:
         try:
             ws = workspace.prepare(source, tmp / "ws", note=ctx.watch.note)
         except workspace.SourceError as e:
+            headers = self._headers_only(ctx, pkg, source, version, start, key, tmp, f"cannot get {source}: {e}")
             safefs.remove_tree(ctx.xbuild, tmp.name)
-            return DependencyOutcome(False, pkg.source, pkg.source, f"cannot get {source}: {e}")
+            return headers or DependencyOutcome(False, pkg.source, pkg.source, f"cannot get {source}: {e}")
         stage = tmp / "ws" / "stage"
         sub = RunContext.create(ws.root, ctx.target, prefix=ctx.prefix, kb=ctx.kb, jobs=ctx.jobs,
                                 sandbox_backend="none" if ctx.sandbox.backend == "none" else "auto",
@@ -147,9 +149,13 @@ class DependencyBuilder:
             self.emit(Event("dependency_tests_failed", {"source": source, "failed": failing}))
         elif not outcome.ok or not staged.is_dir():
             why = outcome.message if not outcome.ok else "it installed nothing into the staging folder"
-            return DependencyOutcome(False, pkg.source, pkg.source,
-                                     f"cross-building {source} failed ({outcome.stop_reason}): {why[:400]} "
-                                     f"(run {outcome.run_id}, workspace {ws.root})")
+            failed = (f"cross-building {source} failed ({outcome.stop_reason}): {why[:400]} (run {outcome.run_id}, "
+                      f"workspace {ws.root})")
+            headers = self._headers_only(ctx, pkg, source, version, start, key, tmp, failed)
+            if headers is None:
+                return DependencyOutcome(False, pkg.source, pkg.source, failed)
+            safefs.remove_tree(ctx.xbuild, tmp.name)
+            return headers
         try:
             entry = deps.store(ctx.target.name, pkg.source, version, stage, prefix=ctx.prefix,
                                build_s=time.monotonic() - start, run_id=outcome.run_id, key=key,
@@ -161,6 +167,27 @@ class DependencyBuilder:
                                      f"{e.strerror}); nothing was taken (workspace {ws.root})")
         safefs.remove_tree(ctx.xbuild, tmp.name)
         return entry
+
+
+    def _headers_only(self, ctx: RunContext, pkg: dependency_names.Package, source: str, version: str | None,
+                      start: float, key: str, tmp: Path, failed: str):
+        """When the Debian source SOURCE could not be cross-built (FAILED says how) and Debian ships its -dev files
+        in a package holding headers and no library (Boost's libboost1.74-dev, built with b2): those headers,
+        staged in TMP and cached like a build's install; None otherwise."""
+        binary = debian_headers.headers_only_binary(pkg.source) if source.startswith("debian:") else None
+        if binary is None:
+            return None
+        ctx.watch.note(f"{pkg.source}: its headers from Debian's {binary} (no library in it to build)")
+        stage = tmp / "headers-stage"
+        try:
+            count = debian_headers.take_headers(binary, stage / str(ctx.prefix).lstrip("/"))
+        except (build_tools.ToolError, OSError, subprocess.SubprocessError, ValueError):
+            return None
+        self.emit(Event("dependency_headers_only", {"source": source, "binary": binary, "files": count}))
+        return deps.store(ctx.target.name, pkg.source, version, stage, prefix=ctx.prefix,
+                          build_s=time.monotonic() - start, run_id=None, key=key, anchor=tmp,
+                          own_tests=f"none: {count} headers taken from Debian's {binary}, which holds no library "
+                                    f"({failed[:200]})")
 
 
 _CONSUMED = re.compile(r"\.(h|hh|hpp|hxx|inl|ipp|tcc|pc|cmake)$", re.IGNORECASE)

@@ -103,7 +103,7 @@ def provide(name: str, *, progress=lambda _: None) -> Provided:
                                 f"({', '.join(needed[:6])}, ...): install {package} on the host instead")
             progress(f"unpacking {', '.join(needed)} from Debian's archive")
             with tempfile.TemporaryDirectory(prefix="download-", dir=root()) as scratch:
-                for deb in _download(needed, Path(scratch)):
+                for deb in download(needed, Path(scratch)):
                     found.added.append(_unpack(deb, Path(scratch)))
         except (workspace.SourceError, subprocess.SubprocessError, OSError) as e:
             raise ToolError(f"cannot provide {package}: {str(e)[-300:]}") from None
@@ -167,7 +167,8 @@ def _installed_on_host(packages: list[str]) -> set[str]:
     return {line.split()[0] for line in r.stdout.splitlines() if line.split()[1:2] == ["ii"]}
 
 
-def _download(packages: list[str], into: Path) -> list[Path]:
+def download(packages: list[str], into: Path) -> list[Path]:
+    """PACKAGES' .deb files from Debian's archive (crossbuild's private apt configuration), into INTO."""
     r = subprocess.run(["apt-get", *workspace.apt_options(), "download", *packages], cwd=into,
                        capture_output=True, text=True, timeout=900)
     debs = sorted(into.glob("*.deb"))

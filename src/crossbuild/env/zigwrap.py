@@ -106,6 +106,8 @@ def _translate_march(value: str, arch: str) -> str | None:
 
 
 _WASI_EMULATED = ("signal", "mman", "process_clocks", "getpid")
+# What C++17 removed and libstdc++ (Debian's g++) still declares, deprecated; zig's libc++ hides it unless asked
+_LIBCXX_KEPT = ("UNARY_BINARY_FUNCTION", "BINDERS", "AUTO_PTR", "RANDOM_SHUFFLE")
 
 
 def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch: str, binary_format: str,
@@ -256,6 +258,10 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
         base += [f"-D_WASI_EMULATED_{name.upper()}" for name in _WASI_EMULATED]
         if link and (sources or out) and "-r" not in args and not any(a == "-nostdlib" for a in args):
             tail += [f"-lwasi-emulated-{name.replace('_', '-')}" for name in _WASI_EMULATED]
+    if driver == "c++":
+        # code written against libstdc++ uses them in C++17 (Boost 1.74's hash derives from std::unary_function):
+        # built as g++ builds it, not refused by the library zig links instead
+        base += [f"-D_LIBCPP_ENABLE_CXX17_REMOVED_{name}" for name in _LIBCXX_KEPT]
     if prefix:
         # the prefix is the target's /usr for what was cross-built into it: a Debian-patched project includes
         # <gmock/gmock.h> and links -lgtest with no find_package, as its cross compiler finds them in the
