@@ -90,3 +90,38 @@ def test_without_tests_a_program_using_the_library_runs_on_the_target_with_the_s
     probes = {run["path"]: run for run in verdict["probe_runs"]}
     assert probes["catcher"]["passed"] and probes["libthrower.so"]["passed"], probes
     assert "libc++_shared.so" in _needed(tmp_path / "ws" / "install" / "bin" / "catcher")
+
+
+GEOMETRY = """#include <string>
+static const std::string &unit() { static const std::string u("m2"); return u; }  // a guarded static
+extern "C" const char *area_unit(void) { return unit().c_str(); }
+"""
+# libtool's C tag, as madlib's libtool links its library: C++ objects in a convenience archive, the library
+# itself linked with $(CC); gcc leaves the C++ runtime's names for the consumer's libstdc++ to answer
+C_TAG_MAKEFILE = """PREFIX ?= /usr/local
+all: libgeo.so
+geometry.o: geometry.cpp
+\t$(CXX) -fPIC -O2 -c geometry.cpp -o geometry.o
+libgeoconv.a: geometry.o
+\t$(AR) rc libgeoconv.a geometry.o
+libgeo.so: libgeoconv.a
+\t$(CC) -shared -Wl,--whole-archive libgeoconv.a -Wl,--no-whole-archive -lm -Wl,-soname,libgeo.so -o libgeo.so
+install: all
+\tmkdir -p $(PREFIX)/lib
+\tcp libgeo.so $(PREFIX)/lib/
+"""
+
+
+@pytest.mark.slow
+def test_a_library_of_cxx_code_linked_by_the_c_driver_loads_on_the_target(tmp_path):
+    """The library's probe (dlopen with RTLD_NOW, as musl always binds) finds the C++ runtime's names it uses."""
+    project = tmp_path / "geo"
+    project.mkdir()
+    (project / "geometry.cpp").write_text(GEOMETRY)
+    (project / "Makefile").write_text(C_TAG_MAKEFILE)
+    verdict = _build(tmp_path, project)
+    probes = {run["path"]: run for run in verdict["probe_runs"]}
+    library = next(run for path, run in probes.items() if path.endswith("libgeo.so"))
+    assert library["passed"], probes
+    assert verdict["proof"] == "exercised", verdict["proof_why"]
+    assert "libc++_shared.so" in _needed(tmp_path / "ws" / "install" / "lib" / "libgeo.so")

@@ -167,6 +167,22 @@ def test_a_cxx_shared_library_links_the_shared_runtime_through_the_c_driver():
     assert RUNTIME not in cmd(["-shared", "a.o", "-o", "libc.so"], cxx_runtime=RUNTIME)
 
 
+def test_a_shared_library_of_cxx_code_linked_by_the_c_driver_gets_the_runtime(tmp_path):
+    """libtool's C tag links a library made of C++ convenience archives with $CC: the runtime is linked in, as
+    g++ would, shared where crossbuild has one, else zig's static one."""
+    cxx_archive, c_object = tmp_path / "libconv.a", tmp_path / "plain.o"
+    cxx_archive.write_bytes(b"!<arch>\n/ 0 0 0 0 0 `\n\0_ZN3Geo4areaEv\0__cxa_guard_acquire\0_Znwm\0")
+    c_object.write_bytes(b"\x7fELF\2\1\1\0\0printf\0__cxa_finalize\0__cxa_atexit\0")
+    whole = ["-shared", "-Wl,--whole-archive", str(cxx_archive), "-Wl,--no-whole-archive", "-o", "libm.so"]
+    linked = cmd(whole, cxx_runtime=RUNTIME)
+    assert linked[1] == "cc" and linked.index(RUNTIME) > linked.index(str(cxx_archive))
+    assert "-lc++" in cmd(whole) and "-lc++" not in cmd(whole, cxx_runtime=RUNTIME)
+    # C code only (its startup names __cxa_finalize), a static link, or no link: nothing added
+    for args in (["-shared", str(c_object), "-o", "libc.so"], [str(cxx_archive), "-o", "prog"],
+                 ["-shared", "-nostdlib", str(cxx_archive), "-o", "libn.so"]):
+        assert RUNTIME not in cmd(args, cxx_runtime=RUNTIME) and "-lc++" not in cmd(args), args
+
+
 def test_a_cxx_program_shares_the_runtime_only_with_a_library_that_uses_it(tmp_path):
     users = {str(tmp_path / "libuser.so"), str(tmp_path / "lib" / "libdep.so")}
     kw = dict(driver="c++", cxx_runtime=RUNTIME, exists=lambda p: p in users, needs_runtime=lambda p: p in users)

@@ -113,17 +113,19 @@ _LIBCXX_KEPT = ("UNARY_BINARY_FUNCTION", "BINDERS", "AUTO_PTR", "RANDOM_SHUFFLE"
 def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch: str, binary_format: str,
                bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False,
                pie: bool = False, prefix: str | None = None, cxx_runtime: str | None = None,
-               needs_runtime=None, program_loader: str | None = None) -> Plan:
+               needs_runtime=None, program_loader: str | None = None, holds_cxx=None) -> Plan:
     """Plan the zig call(s) for `zcc`/`zxx ARGS` (driver is "cc" or "c++"). no_werror ($CROSSBUILD_NO_WERROR=1):
     the project's -Werror flags are dropped, whatever build file added them. ELF code is compiled
     position-independent unless the project says otherwise; pie ($CROSSBUILD_PIE=1): whatever it says, and
     executables are linked as PIE, as Debian's compilers do by default. PREFIX ($CROSSBUILD_PREFIX): the
     dependencies cross-built for the target are searched last, as a cross compiler searches its sysroot's /usr.
     CXX_RUNTIME ($CROSSBUILD_SHARED_CXX_RUNTIME, cxx_runtime.py): a C++ shared library, and a C++ program linking
-    one that needs it (NEEDS_RUNTIME), link that shared runtime instead of zig's static one. PROGRAM_LOADER
+    one that needs it (NEEDS_RUNTIME), link that shared runtime instead of zig's static one; so does a shared
+    library the C driver links from C++ objects or archives (HOLDS_CXX reads them). PROGRAM_LOADER
     ($CROSSBUILD_PROGRAM_LOADER, the build-machine check's): dynamic programs name that loader, and its folder as
     their run path, so a script can start them on this machine."""
     plan = Plan(macho=binary_format == "macho")
+    holds_cxx = holds_cxx or _holds_cxx_code
 
     # Queries some configure scripts and libtool make; answer them like a non-multilib gcc would.
     for arg in args:
@@ -281,9 +283,19 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
             obj = os.path.splitext(os.path.basename(src))[0] + ".o"
             plan.commands.append(base + others + [src, "-o", obj])
         return plan
+    cxx_link = driver == "c++" or any(a.startswith("-l") and a[2:] in _CXX_LIBS for a in args)
+    if not cxx_link and link and shared and binary_format == "elf" and not nostdlib and holds_cxx(
+            [*plan.symlinks.values(), *(a for a in out if a.endswith((".o", ".a")) and exists(a))]):
+        # libtool links a library with the C driver when the library's own sources are C (or none: only C++
+        # convenience archives); gcc leaves the C++ runtime's symbols undefined there, for the consumer's shared
+        # libstdc++ to answer. zig's runtime is static and hidden in every consumer: nothing would answer them
+        # (__cxa_guard_acquire: "symbol not found" when the library loads), so it is linked in as g++ would.
+        cxx_link = True
+        plan.notes.append("C++ code in a shared library linked by the C driver: linked with the C++ runtime")
+        if not cxx_runtime:
+            tail.append("-lc++")
     if cxx_runtime and binary_format == "elf" and link and not any(a in ("-r", "-static", "-static-pie")
-                                                                   for a in args) and (
-            driver == "c++" or any(a.startswith("-l") and a[2:] in _CXX_LIBS for a in args)) and (
+                                                                   for a in args) and cxx_link and (
             shared or _links_a_runtime_user(out, prefix, exists, needs_runtime or _needs_runtime)):
         return _with_shared_runtime(plan, base, out, tail, sources, cxx_runtime, shared, args)
     plan.commands.append(base + out + tail)
@@ -362,17 +374,34 @@ def _links_a_runtime_user(out: list[str], prefix: str | None, exists, needs_runt
 
 
 def _needs_runtime(path: str) -> bool:
-    """Whether the ELF file at PATH names the shared C++ runtime (its dynamic string table holds the name), read in
+    """Whether the ELF file at PATH names the shared C++ runtime (its dynamic string table holds the name)."""
+    return _file_holds(path, re.compile(re.escape(_RUNTIME_NAME)), (b"\x7fELF",))
+
+
+# Names only C++ code refers to (the runtime's: exceptions, guarded statics, operator new/delete, type_info
+# vtables), as whole entries of a symbol string table. Not __cxa_atexit/__cxa_finalize: C's startup code uses them.
+_CXX_RUNTIME_NAMES = re.compile(rb"\0(?:__gxx_personality_v0|__cxa_(?:guard_acquire|throw|begin_catch|pure_virtual"
+                                rb")|_Znw[mj]|_Zna[mj]|_ZdlPv|_ZdaPv|_ZTVN10__cxxabiv1\w*)\0")
+
+
+def _holds_cxx_code(paths) -> bool:
+    """Whether any of the objects or archives at PATHS holds compiled C++ (refers to the C++ runtime)."""
+    return any(_file_holds(p, _CXX_RUNTIME_NAMES, (b"\x7fELF", b"!<arch>\n")) for p in dict.fromkeys(paths))
+
+
+def _file_holds(path: str, pattern: re.Pattern, magics: tuple[bytes, ...], overlap: int = 256) -> bool:
+    """Whether the file at PATH starts with one of MAGICS and holds PATTERN (at most OVERLAP bytes long), read in
     chunks."""
     try:
         with open(path, "rb") as f:
-            if f.read(4) != b"\x7fELF":
+            if not f.read(8).startswith(magics):
                 return False
+            f.seek(0)
             carry = b""
             while chunk := f.read(1 << 20):
-                if _RUNTIME_NAME in carry + chunk:
+                if pattern.search(carry + chunk):
                     return True
-                carry = chunk[-len(_RUNTIME_NAME):]
+                carry = chunk[-overlap:]
     except OSError:
         return False
     return False
