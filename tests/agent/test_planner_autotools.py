@@ -3,8 +3,11 @@ it: what stops `autoreconf -fi` before any compiler runs, and what configure fin
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
+from crossbuild.env import build_tools
 from crossbuild.env import dependency_cache as deps
 from crossbuild.foundation import safefs
 from tests.agent.test_planner_builds import _build, _dependency_calls, _project
@@ -83,3 +86,27 @@ def test_boost_headers_a_configure_check_requires_come_from_debians_headers_only
     assert "headers taken from Debian's libboost1.74-dev, which holds no library" in boost["message"], boost
     assert (tmp_path / "prefix" / "include" / "boost" / "algorithm" / "string.hpp").is_file()
     assert not list((tmp_path / "prefix").rglob("*.so*")) and not list((tmp_path / "prefix").rglob("*.a"))
+
+
+@pytest.mark.slow
+def test_a_program_configure_looked_for_before_its_own_error_is_provided(tmp_path):
+    """openpace's configure: `AC_PATH_PROG(HELP2MAN, help2man)`, then its own AC_MSG_ERROR ("Need help2man to
+    generate man page ..."), which names the program in words no pattern knows. config.log's failed check before
+    the error names it; the planner provides it for the build machine, and the build runs it."""
+    shutil.rmtree(build_tools.root() / "help2man", ignore_errors=True)  # provided by this run, not found cached
+    src = _project(tmp_path / "manned", {
+        "configure.ac": "AC_INIT([manned], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\nAC_PROG_RANLIB\n"
+                        "AC_PATH_PROG([HELP2MAN], [help2man])\n"
+                        "AS_IF([test -z \"$HELP2MAN\"], [AC_MSG_ERROR([Need it to generate man pages])])\n"
+                        "AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
+        "Makefile.am": "lib_LIBRARIES = libman.a\nlibman_a_SOURCES = man.c\ncheck_PROGRAMS = man_test\n"
+                       "man_test_SOURCES = man_test.c\nman_test_LDADD = libman.a\nTESTS = man_test\n"
+                       "all-local:\n\t$(HELP2MAN) --version > help2man-version.txt\n",
+        "man.c": "int man(void) { return 7; }\n",
+        "man_test.c": "int man(void);\nint main(void) { return man() == 7 ? 0 : 1; }\n",
+    })
+    r, out = _build(tmp_path, str(src), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "looked for the program help2man" in out["message"], out["message"]
+    assert out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
+    assert "help2man" in (tmp_path / "ws" / "build" / "help2man-version.txt").read_text()

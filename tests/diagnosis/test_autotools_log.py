@@ -94,3 +94,48 @@ def test_only_the_check_just_before_the_error_names_what_was_missing(tmp_path):
         "configure:9: error: cannot run test program while cross compiling\n")
     d = autotools_log.read(tmp_path, "config.log", "configure")
     assert d is not None and d.missing == ()
+
+
+# AM_PATH_SDL2's way, and AC_PATH_PROG's: checks that fail one after another before the error, none named by it
+PROGRAMS_AC = """AC_INIT([framer], [1.0])
+AC_PROG_CC
+PKG_CONFIG=false
+AC_MSG_CHECKING([for frob-nowhere >= 1.2])
+AS_IF([AC_RUN_LOG([$PKG_CONFIG --exists --print-errors "frob-nowhere >= 1.2"])], [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no])])
+AC_PATH_PROG([FROB_CONFIG], [frob-nowhere-config], [no])
+AC_MSG_CHECKING([for FROB - version >= 1.2])
+AC_MSG_RESULT([no])
+AC_PATH_PROG([MANPAGER], [manpager-nowhere])
+AS_IF([test -z "$MANPAGER" || test "x$with_frob" = xcheck],
+      [AC_MSG_ERROR([*** FROB 1.2 or the manual's tool was not found!])])
+AC_OUTPUT
+"""
+
+
+def test_each_failed_check_before_the_error_names_what_is_missing(tmp_path):
+    """Modules and headers become dependencies; a program looked for on PATH becomes a program, but not a
+    dependency's own -config script (the target's comes with the dependency)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "configure.ac").write_text(PROGRAMS_AC)
+    subprocess.run(["autoconf"], cwd=tmp_path / "src", check=True, capture_output=True, timeout=120)
+    (tmp_path / "build").mkdir()
+    r = subprocess.run(["../src/configure"], cwd=tmp_path / "build", capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "manual's tool was not found" in r.stderr
+    d = autotools_log.read(tmp_path, "build/config.log", "src/configure")
+    assert d is not None and d.missing == ("frob-nowhere",)
+    assert d.programs == ("manpager-nowhere",)
+
+
+def test_a_failed_function_check_is_not_a_program(tmp_path):
+    """`checking for ioperm... no` compiled and linked a test: a function the C library lacks, not a program."""
+    (tmp_path / "config.log").write_text(
+        "configure:10: checking for ioperm\n"
+        "configure:11: zcc -o conftest conftest.c >&5\n"
+        "ld.lld: error: undefined symbol: ioperm\n"
+        "configure:11: $? = 1\n"
+        "configure:12: result: no\n"
+        "configure:20: error: ioperm is needed\n")
+    (tmp_path / "configure").write_text("\n" * 30)
+    d = autotools_log.read(tmp_path, "config.log", "configure")
+    assert d is not None and d.programs == () and d.missing == ()

@@ -20,6 +20,8 @@ _PKG_EXISTS = re.compile(r"\$PKG_CONFIG --exists --print-errors \"([^\"]+)\"")
 # autoconf's block for one option: `# Check whether --with-ssl was given.` ... `fi`
 _GIVEN = re.compile(r"^# Check whether --(with|enable)-([\w.-]+) was given\.\n((?:.*\n){1,12}?)fi\b", re.MULTILINE)
 _HEADER = re.compile(r"^[\w./+-]+\.(h|hh|hpp)$")
+_PROGRAM = re.compile(r"^[A-Za-z][\w.+-]{0,63}$")
+_FAILED_RUN = 6  # the most checks of one run of failures read back from the error
 
 
 def read(root: Path, log_rel: str, script_rel: str) -> Diagnosis | None:
@@ -37,29 +39,42 @@ def read(root: Path, log_rel: str, script_rel: str) -> Diagnosis | None:
     conditions = shell_blocks.enclosing_conditions(script, lineno)
     script_lines = script.splitlines()
     failed = script_lines[lineno - 1].strip() if 0 < lineno <= len(script_lines) else f"configure:{lineno}"
+    missing, programs = _looked_for(lines[:at])
     return Diagnosis(system="autotools", failed=failed[:200], where=f"{script_rel}:{lineno}", message=error[2][:300],
-                     missing=tuple(_looked_for(lines[:at])),
+                     missing=tuple(missing), programs=tuple(programs),
                      switches=tuple(_switches(conditions, script, script_rel)), record="config.log")
 
 
-def _looked_for(before: list[str]) -> list[str]:
-    """What the check just before the error looked for, when it failed: its pkg-config modules, or its header."""
-    check, body, result = None, [], None
-    for line in before:  # one pass: the last check, what ran for it, its result
+def _looked_for(before: list[str]) -> tuple[list[str], list[str]]:
+    """What the failed checks just before the error looked for: pkg-config modules and headers (a dependency), and
+    programs (AC_PATH_PROG: a check of one name that compiled nothing). A macro may try several ways before its
+    error (AM_PATH_SDL2: pkg-config, then sdl2-config, then a version test): every check of the run of failed ones
+    that ends at the error counts, back to the last that succeeded. A dependency's own -config script is not a
+    program the build machine lacks: the target's comes with the dependency."""
+    checks: list[tuple[str, list[str], str | None]] = []
+    for line in before:  # one pass: each check, what ran for it, its result
         if not line.startswith("configure:"):
-            body.append(line)
+            if checks:
+                checks[-1][1].append(line)
             continue
         text = line.split(": ", 1)[-1]
         if text.startswith("checking "):
-            check, body, result = text.removeprefix("checking ").removeprefix("for ").rstrip(". "), [], None
-        elif text.startswith("result: "):
-            result = text.removeprefix("result: ").strip()
-        else:
-            body.append(line)
-    if check is None or result not in ("no", "not found"):
-        return []
-    modules = [m for line in body for found in _PKG_EXISTS.findall(line) for m in _modules(found)]
-    return list(dict.fromkeys(modules)) or ([check] if _HEADER.match(check) else [])
+            checks.append((text.removeprefix("checking ").removeprefix("for ").rstrip(". "), [], None))
+        elif text.startswith("result: ") and checks:
+            checks[-1] = (checks[-1][0], checks[-1][1], text.removeprefix("result: ").strip())
+        elif checks:
+            checks[-1][1].append(line)
+    missing: list[str] = []
+    programs: list[str] = []
+    for check, body, result in reversed(checks[-_FAILED_RUN:]):
+        if result not in ("no", "not found"):
+            break
+        modules = [m for line in body for found in _PKG_EXISTS.findall(line) for m in _modules(found)]
+        if modules or _HEADER.match(check):
+            missing[:0] = modules or [check]
+        elif _PROGRAM.match(check) and not body and not check.endswith("-config"):
+            programs.insert(0, check)
+    return list(dict.fromkeys(missing)), list(dict.fromkeys(programs))
 
 
 def _modules(spec: str) -> list[str]:
