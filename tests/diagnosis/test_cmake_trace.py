@@ -45,7 +45,7 @@ def _configure(tmp_path: Path, files: dict[str, str], *args: str) -> cmake_trace
         (tmp_path / "src" / rel).write_text(text)
     (tmp_path / "build").mkdir(exist_ok=True)
     trace = tmp_path / "build" / "trace.json"
-    r = subprocess.run(["cmake", "-S", "src", "-B", "build", *args, "--trace-format=json-v1",
+    r = subprocess.run(["cmake", "-S", "src", "-B", "build", *args, *cmake_trace.TRACE_ARGS,
                         f"--trace-redirect={trace}"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     cache = (tmp_path / "build" / "CMakeCache.txt").read_text()
@@ -116,3 +116,13 @@ def test_a_module_include_could_not_find_is_what_was_missing_and_only_that_inclu
                               "cmake/own.cmake": "include(ECMNowhereModule)\n"})
     assert d is not None and d.failed == "include(ECMNowhereModule)" and d.chain == ("src/CMakeLists.txt:3 include()",)
     assert d.missing == ("ECMNowhereModule.cmake",)  # not the project's own include that led there
+
+
+def test_a_package_named_through_a_variable_is_named_as_cmake_looked_for_it(tmp_path):
+    """KDE's `find_package(Qt${QT_MAJOR_VERSION} ...)`: the trace's arguments are expanded, so the name handed to
+    build_dependency is the one CMake searched for, never `Qt${QT_MAJOR_VERSION}`."""
+    d = _configure(tmp_path, {"CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(k C)\n"
+                                                "set(GUI_MAJOR 7)\n"
+                                                "find_package(GuiNowhere${GUI_MAJOR} 7.2 REQUIRED NO_MODULE)\n"})
+    assert d is not None and d.missing == ("GuiNowhere7",), d
+    assert d.failed.startswith("find_package(GuiNowhere7 7.2 REQUIRED")

@@ -21,6 +21,9 @@ from crossbuild.foundation import safefs
 TRACE_MAX_BYTES = 512 << 20  # a big project's trace runs to tens of MB
 LINE_MAX_BYTES = 256 << 10  # one traced command; longer ones are skipped, so memory stays bounded
 ARGS_MAX = 2000
+# the rerun's switches: variables expanded in each call's arguments, so a call names what it looked for
+# (`find_package(Qt${QT_MAJOR_VERSION} ...)` is traced as find_package(Qt5 ...))
+TRACE_ARGS = ("--trace-format=json-v1", "--trace-expand")
 FILE_MAX_BYTES = 2 << 20
 _ERROR_AT = re.compile(r"^CMake Error at (.+?):(\d+) \(([A-Za-z_][A-Za-z0-9_]*)\):\s*$", re.MULTILINE)
 _CACHE_ENTRY = re.compile(r"^([A-Za-z0-9_.+-]+):([A-Z]+)=(.*)$", re.MULTILINE)

@@ -108,7 +108,7 @@ def _cmake(ctx: RunContext, root: Path, argv: list[str], cwd: Path, env: dict[st
     os.close(safefs.create_new(root, trace_rel))
     limit = min(ctx.command_limits.timeout_s, RERUN_TIMEOUT_S, max(60.0, 4 * took_s))
     try:
-        ctx.sandbox.run([*argv, "--trace-format=json-v1", f"--trace-redirect={root / trace_rel}"], cwd=cwd,
+        ctx.sandbox.run([*argv, *cmake_trace.TRACE_ARGS, f"--trace-redirect={root / trace_rel}"], cwd=cwd,
                         env={**ctx.toolchain.env.as_dict(), **env}, log_path=ctx.next_log("cmake-trace"),
                         limits=dataclasses.replace(ctx.command_limits, timeout_s=limit), cancel=ctx.cancel)
         cache = safefs.read_text_or_none(root, Path(build_rel) / "CMakeCache.txt",
