@@ -199,15 +199,24 @@ class Sandbox:
         BubblewrapSandbox) a variant where they run as an ordinary user and can start target programs."""
         return self
 
+    def starting_target_programs(self, exec_handler: str | None) -> Sandbox:
+        """A variant of this build sandbox where the target programs a command starts (a generator the build
+        compiled with $CC and runs) go to EXEC_HANDLER's runner, as on a machine with qemu-user-binfmt; this one
+        when it cannot (no isolation to register it in, or a kernel without binfmt_misc per user namespace)."""
+        return self
+
     def run_steps(self, steps: Sequence[tuple[Sequence[str], str | Path, Mapping[str, str]]], *, log_dir: Path,
-                  stem: str, on_step: Callable[[int, Sequence[str]], None] | None = None
+                  stem: str, on_step: Callable[[int, Sequence[str]], None] | None = None,
+                  variant: Callable[[Mapping[str, str]], Sandbox] | None = None
                   ) -> tuple[Sequence[str], RunResult] | None:
         """Run (argv, cwd, env) steps in order, each with its own log `<stem>-<n>.log`, stopping at the first that
-        fails: returns that step's argv and result, or None when every step passed."""
+        fails: returns that step's argv and result, or None when every step passed. VARIANT: the sandbox a step
+        runs in, given its environment (default: this one)."""
         for n, (argv, cwd, env) in enumerate(steps, 1):
             if on_step:
                 on_step(n, argv)
-            res = self.run(argv, cwd=cwd, env=env, log_path=log_dir / f"{stem}-{n}.log")
+            box = variant(env) if variant else self
+            res = box.run(argv, cwd=cwd, env=env, log_path=log_dir / f"{stem}-{n}.log")
             if not res.ok:
                 return argv, res
         return None
@@ -408,6 +417,15 @@ class BubblewrapSandbox(Sandbox):
         box = BubblewrapSandbox(rw_paths=self.rw_paths, ro_paths=self.ro_paths, bwrap=self.bwrap,
                                 ordinary_user=ordinary, loader_roots=loader_roots or self.loader_roots,
                                 exec_handler=handler)
+        box.watch = self.watch
+        return box
+
+    def starting_target_programs(self, exec_handler: str | None) -> Sandbox:
+        if not exec_handler or not exec_handlers_work(self.bwrap):
+            return self
+        box = BubblewrapSandbox(rw_paths=self.rw_paths, ro_paths=self.ro_paths, bwrap=self.bwrap,
+                                ordinary_user=self.ordinary_user, loader_roots=self.loader_roots,
+                                exec_handler=exec_handler)
         box.watch = self.watch
         return box
 

@@ -24,6 +24,7 @@ from crossbuild.env.toolchain import Toolchain
 from crossbuild.env.workspace import PRISTINE
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
+from crossbuild.proof import target_run
 
 
 @dataclass
@@ -81,7 +82,8 @@ def build_again(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, e
     env = fresh.env.as_dict()
     moved = [([rename(a) for a in step.argv], fresh_ws / step.cwd, {**env, **{k: rename(v) for k, v in step.env}})
              for step in steps]
-    failed = box.run_steps(moved, log_dir=fresh.logs, stem=into)
+    failed = box.run_steps(moved, log_dir=fresh.logs, stem=into,
+                           variant=lambda step_env: target_run.build_box(box, fresh.target, fresh_ws, step_env))
     error = None
     if failed:
         argv, res = failed

@@ -10,7 +10,7 @@ import platform
 import re
 import struct
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
@@ -98,6 +98,19 @@ def loader_roots(target: Target) -> list[Path]:
     cover them (test_program_box)."""
     root = qemu_sysroot(target)
     return [root] if root is not None else []
+
+
+# A build command's environment setting that lets the target programs it starts run (run_command's env, a recorded
+# step's): a build that compiles a generator with $CC and runs it (polyml's polyimport) builds as on a machine with
+# qemu-user-binfmt. It changes no configure's view: --host, CMake's toolchain file and Meson's cross file still say
+# cross-compiling.
+EMULATE_TARGET = "CROSSBUILD_EMULATE_TARGET"
+
+
+def build_box(box: Sandbox, target: Target, workspace: Path, env: Mapping[str, str]) -> Sandbox:
+    """BOX, or its variant where the target programs a build step starts run under the target's runner, when the
+    step's ENV asks for it (EMULATE_TARGET=1)."""
+    return box.starting_target_programs(exec_handler(target, workspace)) if env.get(EMULATE_TARGET) == "1" else box
 
 
 def test_program_box(box: Sandbox, target: Target, workspace: Path | None = None) -> Sandbox:

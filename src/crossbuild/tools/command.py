@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import Field
 
 from crossbuild.kb.base import error_fingerprint
+from crossbuild.proof import target_run
 from crossbuild.tools import diagnose, paths
 from crossbuild.tools.base import BadArguments, ErrorType, PermissionDenied, Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import CommandRecord, RunContext
@@ -55,8 +56,11 @@ class RunCommandArgs(ToolArgs):
     env: dict[str, str] = Field(default_factory=dict, max_length=20,
                                 description="Extra environment variables for this command only, e.g. "
                                             "{\"CFLAGS\": \"-O2\"} or {\"CROSSBUILD_NO_WERROR\": \"1\"} (drops "
-                                            "-Werror in the compiler wrapper). The toolchain's own variables (CC, "
-                                            "PATH, PKG_CONFIG...) cannot be changed.")
+                                            "-Werror in the compiler wrapper), or {\"CROSSBUILD_EMULATE_TARGET\": "
+                                            "\"1\"} (programs built for the target that the command starts, such "
+                                            "as a generator compiled with $CC, run under the target's emulator). "
+                                            "The toolchain's own variables (CC, PATH, PKG_CONFIG...) cannot be "
+                                            "changed.")
     timeout: int = Field(DEFAULT_TIMEOUT_S, ge=1, le=MAX_TIMEOUT_S,
                          description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT_S}, "
                                      f"at most {MAX_TIMEOUT_S}).")
@@ -215,9 +219,9 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     log = ctx.next_log(stem)
     limits = dataclasses.replace(ctx.command_limits, timeout_s=float(args.timeout))
     ctx.ready_to_build()
-    res = ctx.sandbox.run(auth.argv, cwd=auth.cwd, env={**ctx.toolchain.env.as_dict(), **auth.env}, log_path=log,
-                          limits=limits,
-                          cancel=ctx.cancel)
+    box = target_run.build_box(ctx.sandbox, ctx.toolchain.target, ctx.toolchain.workspace, auth.env)
+    res = box.run(auth.argv, cwd=auth.cwd, env={**ctx.toolchain.env.as_dict(), **auth.env}, log_path=log,
+                  limits=limits, cancel=ctx.cancel)
     shown_log = paths.display(ctx, log.resolve())
     whole, tail = _log_end(log)  # read once: the ignored-errors check and the knowledge match both use it
     ignored = _ignored_objects(whole) if res.ok else []

@@ -181,9 +181,8 @@ def tests_started_here(argv: list[str], lines: list[str]) -> str | None:
             if name in ("make", "gmake", "ninja") else name == "ctest" or (name == "meson" and argv[1:2] == ["test"]))
     if not runs or not any(_STARTED_FOR_TARGET.search(line) for line in lines):
         return None
-    return ("run_command starts no program built for the target (there is no emulator here): build the test "
-            "programs without running them (make check TESTS=, or the build's own goal), then call verify, which "
-            "runs the project's tests on the target")
+    return ("the project's tests are not run by run_command: build the test programs without running them (make "
+            "check TESTS=, or the build's own goal), then call verify, which runs the project's tests on the target")
 
 
 def hint_for(diagnosis: Diagnosis) -> str | None:
