@@ -6,6 +6,7 @@ import json
 
 from crossbuild.models.base import Message
 from crossbuild.models.planner import Planner
+from crossbuild.models.planner.recipe import _looked_up
 
 
 def test_a_failed_verdicts_knowledge_never_turns_the_projects_tests_off():
@@ -161,7 +162,31 @@ def test_tests_off_by_default_are_turned_on_and_the_project_configured_again():
     assert again == configure + " -DABSL_BUILD_TESTING=ON -DBUILD_TESTING=ON"
     assert "tests turned on (off by default): -DABSL_BUILD_TESTING=ON -DBUILD_TESTING=ON" in planner.state.notes
     planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    # configured with them on: did the tests look for something the tests-off configure did not?
+    assert _called(planner._decide()) == ("build_status", {})
+    planner._observe(Message("tool", "status", name="build_status", data={"not_found": []}))
     assert _called(planner._decide())[1]["command"] == "cmake --build build --parallel 2"  # asked once only
+
+
+def test_a_test_framework_only_the_tests_looked_for_is_built_and_the_project_configured_again():
+    """With its tests on, the configure passed but the cache records lookups the tests-off configure never made
+    (libyang's CMocka, whose absence only turns its tests off again): each is built as a dependency, once."""
+    planner = _cmake_planner(steps_done=0)
+    configure = _called(planner._decide())[1]["command"]
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    planner._decide()
+    planner._observe(Message("tool", "status", name="build_status", data={
+        "options": {"ENABLE_TESTS": "OFF"}, "test_variables": ["ENABLE_TESTS"], "not_found": ["PCRE2_DIR"]}))
+    assert _called(planner._decide())[1]["command"] == configure + " -DENABLE_TESTS=ON"
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    assert _called(planner._decide()) == ("build_status", {})
+    planner._observe(Message("tool", "status", name="build_status", data={
+        "not_found": ["PCRE2_DIR", "CMOCKA_INCLUDE_DIR", "CMOCKA_LIBRARY", "VALGRIND_PROGRAM"]}))
+    assert _called(planner._decide()) == ("build_dependency", {"name": "CMOCKA"})
+    planner._observe(Message("tool", "built", name="build_dependency", data={"name": "CMOCKA"}))
+    assert _called(planner._decide())[1]["command"] == configure + " -DENABLE_TESTS=ON"
+    planner._observe(Message("tool", "[exit=0]", name="run_command", data={}))
+    assert _called(planner._decide())[1]["command"] == "cmake --build build --parallel 2"
 
 
 def test_tests_that_fail_to_build_are_built_apart_from_the_library_first_and_said():
@@ -393,3 +418,9 @@ def test_the_finish_message_says_what_each_family_of_remedies_showed():
     assert ("diagnosis (CMake's trace): find_package(Frob REQUIRED) at src/CMakeLists.txt:3; looked for Frob; "
             "no switch governs it") in reason
     assert "other build systems: none left in the source" in reason
+
+
+def test_a_failed_lookups_cache_entry_names_what_it_looked_for():
+    assert [_looked_up(e) for e in ("CMOCKA_INCLUDE_DIR", "CMOCKA_LIBRARY", "GTest_DIR", "ZLIB_LIBRARY_RELEASE",
+                                     "check_INCLUDE_DIRS", "VALGRIND_PROGRAM", "DOXYGEN_EXECUTABLE", "HAVE_FOO")] \
+        == ["CMOCKA", "CMOCKA", "GTest", "ZLIB", "check", None, None, None]

@@ -107,8 +107,9 @@ def test_build_status_names_the_projects_own_cmake_projects_and_not_vendored_one
 
 def test_build_status_names_the_variables_the_top_cmake_file_needs_true_to_build_the_tests(ctx, call):
     """libgd: `if (BUILD_TEST) ENABLE_TESTING()` with no option() declaring BUILD_TEST, so the cache has no entry
-    to find. A declared option, a negated skip switch, a variable compared, a checker's switch and an examples
-    folder are not such variables."""
+    to find; libyang: `if(ENABLE_TESTS OR ENABLE_PERF_TESTS)` around enable_testing(), ENABLE_TESTS an
+    option of its own named after no project. A negated skip switch, a variable compared, a checker's switch, a
+    benchmark's and an examples folder are not such variables."""
     src = ctx.root / "src"
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(gd C)\noption(ENABLE_PNG \"png\" OFF)\n"
@@ -117,10 +118,12 @@ def test_build_status_names_the_variables_the_top_cmake_file_needs_true_to_build
         "if(GD_TESTS)\n  add_test(NAME a COMMAND a)\nendif()\nif(NOT NO_TESTS)\n  add_test(NAME b COMMAND b)\nendif()\n"
         "if(TEST_LEVEL GREATER 1)\n  add_test(NAME c COMMAND c)\nendif()\n"
         "if(ENABLE_VALGRIND_TESTS)\n  add_test(NAME d COMMAND d)\nendif()\n"
-        "if(BUILD_EXAMPLES)\n  add_subdirectory(examples)\nendif()\n")
+        "if(BUILD_EXAMPLES)\n  add_subdirectory(examples)\nendif()\n"
+        "option(ENABLE_TESTS \"tests\" OFF)\nif(ENABLE_TESTS OR ENABLE_PERF_TESTS)\n  enable_testing()\n"
+        "endif()\n")
     r = call("run_command", {"command": "cmake -S src -B build"})
     assert r.ok, r.render()
-    assert call("build_status").data["test_variables"] == ["BUILD_TEST", "WITH_CHECKS"]
+    assert call("build_status").data["test_variables"] == ["BUILD_TEST", "WITH_CHECKS", "GD_TESTS", "ENABLE_TESTS"]
 
 
 def test_the_dependencies_a_session_provided_are_remembered_by_a_reopened_workspace(ctx):

@@ -162,3 +162,14 @@ def switch_terms(condition: tuple[str, ...], held: bool) -> dict[str, bool]:
             j -= 1
         terms[word] = held != bool(negations % 2)
     return terms if held or len(terms) == 1 else {}
+
+
+def alternatives(condition: tuple[str, ...]) -> list[str]:
+    """The variables of `A OR B OR ...` (plain names only, no NOT, comparison or parentheses), each of which alone
+    makes it true; [] for any other condition."""
+    words = [w for w in condition if w.upper() != "OR"]
+    if "OR" not in (w.upper() for w in condition) or len(words) * 2 - 1 != len(condition):
+        return []
+    if any(not _NAME.match(w) or w.upper() in _UNARY | _BINARY or _CONSTANT.match(w) for w in words):
+        return []
+    return words if all(condition[i].upper() == "OR" for i in range(1, len(condition), 2)) else []

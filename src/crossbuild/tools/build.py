@@ -22,6 +22,7 @@ from crossbuild.tools.command import INSPECTION_TOOLS
 from crossbuild.tools.context import RunContext
 from crossbuild.tools.knowledge import attach_knowledge
 from crossbuild.tools.project_facts import (
+    cache_not_found,
     choice_options,
     cmake_projects,
     config_scripts,
@@ -136,6 +137,9 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
         lines.append(f"meson options that turn features off: {' '.join(sorted(meson.values()))[:1000]}")
     if goals:
         lines.append(f"make's default goal `{goals['default']}` builds: {' '.join(goals['prerequisites'])[:600]}")
+    not_found = cache_not_found(ctx.root) if system == "cmake" else []
+    if not_found:
+        lines.append(f"lookups the CMake cache records as failed: {' '.join(not_found)[:600]}")
     targets = ninja_targets.cmake_targets(ctx.root) if system == "cmake" else []
     if targets:
         lines.append("CMake targets (cmake --build build --target NAME...): "
@@ -145,6 +149,7 @@ def _build_status(ctx: RunContext, args: BuildStatusArgs, _: None) -> ToolResult
                             "meson_options": meson, "cmake_targets": targets,
                             "cmake_projects": cmake_projects(ctx.root) if system == "cmake" else [],
                             "test_variables": test_variables(ctx.root, source) if system == "cmake" else [],
+                            "not_found": not_found,
                             "make_goals": goals, "make_cross_switches": cross, "make_conditional_rules": behind,
                             "build_system": system, "other_build_systems": others, "state": state,
                             "debian_rules": {**dataclasses.asdict(rules), "system": rules.system} if rules else None,

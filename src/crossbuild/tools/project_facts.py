@@ -89,25 +89,36 @@ def declared_options(root: Path, source: str = "src", max_files: int = 300) -> d
 
 def test_variables(root: Path, source: str = "src") -> list[str]:
     """Variables the top CMakeLists.txt must find true to build the tests - an if() around enable_testing(),
-    add_test() or add_subdirectory() of a test folder - that no option() declares (libgd's `if (BUILD_TEST)
-    ENABLE_TESTING()`): unset, they leave the tests out, and no cache entry says so."""
+    add_test() or add_subdirectory() of a test folder. Declared by an option() of that file (libyang's
+    ENABLE_TESTS, off in a Release build) or by nothing (libgd's `if (BUILD_TEST) ENABLE_TESTING()`, with no cache
+    entry to find): either way the project's own switch for its own tests, named by where it is used, whatever its
+    name. Of `if(A OR B)`, each term that builds tests is enough."""
     text = safefs.read_text_or_none(root, f"{source}/CMakeLists.txt", max_bytes=1 << 20) or ""
     cmds = cmake_lists.commands(text)
-    declared = {c.args[0] for c in cmds if c.name in ("option", "cmake_dependent_option") and c.args}
     found: list[str] = []
     for cmd in cmds:
         if cmd.name in ("enable_testing", "add_test") or (
                 cmd.name == "add_subdirectory" and cmd.args and _TEST_FOLDER.search(cmd.args[0].strip('"'))):
             for branch in cmake_lists.enclosing_branches(cmds, cmd.line):
                 for condition, held in branch.conditions:
-                    found += [name for name, value in cmake_lists.switch_terms(condition.args, held).items()
-                              if value and name not in declared and name not in found and turns_tests_on(name)]
+                    terms = cmake_lists.switch_terms(condition.args, held) or (
+                        dict.fromkeys(cmake_lists.alternatives(condition.args), True) if held else {})
+                    found += [name for name, value in terms.items()
+                              if value and name not in found and turns_tests_on(name)]
     return found
 
 
 def project_options(root: Path, build: str = "build") -> dict[str, str]:
     """The project's own on/off options from a configured CMake cache (not CMake's own CMAKE_* ones)."""
     return {name: value for name, (kind, value, _) in _cmake_cache(root, build).items() if kind == "BOOL"}
+
+
+def cache_not_found(root: Path, build: str = "build") -> list[str]:
+    """The lookups a configured CMake cache records as failed (`CMOCKA_INCLUDE_DIR:PATH=CMOCKA_INCLUDE_DIR-NOTFOUND`,
+    `GTest_DIR:PATH=GTest_DIR-NOTFOUND`), not CMake's own tools (CMAKE_DLLTOOL)."""
+    text = safefs.read_text_or_none(root, f"{build}/CMakeCache.txt", max_bytes=16 << 20) or ""
+    return [m[1] for m in re.finditer(r"^([A-Za-z][\w.+-]{0,199}):[A-Z]+=\1-NOTFOUND$", text, re.M)
+            if not m[1].startswith("CMAKE_")]
 
 
 def cmake_projects(root: Path, build: str = "build") -> list[str]:

@@ -103,8 +103,10 @@ class Planner(RecipeFacts, Remedies, BuildApart, Fixes):
                     summary += "; " + "; ".join(s.notes)
                 return self._finish("built", summary)
             step = s.recipe[s.step]
-            if s.system == "cmake" and not s.tests_on and s.step and s.recipe[s.step - 1]["phase"] == "configure":
-                s.tests_on, s.phase = "asked", "tests-on"  # configured: are its own tests built?
+            if s.system == "cmake" and s.tests_on in ("", "recheck") and s.step and \
+                    s.recipe[s.step - 1]["phase"] == "configure":
+                # configured: are its own tests built? Then, with them on: did they look for what is missing?
+                s.tests_on, s.phase = ("asked", "tests-on") if not s.tests_on else ("done", "tests-deps")
                 return self._call("build_status")
             if s.remove_empty_outputs:  # the empty files this run's build made (newer than the pristine copy)
                 s.remove_empty_outputs = False
@@ -164,7 +166,7 @@ class Planner(RecipeFacts, Remedies, BuildApart, Fixes):
         if result.name == "build_status":
             handler = {"start": self._on_recipe, "switching": self._on_switched, "options": self._on_options,
                        "goals": self._on_goals, "targets": self._on_targets,
-                       "tests-on": self._on_tests_on}.get(s.phase)
+                       "tests-on": self._on_tests_on, "tests-deps": self._on_tests_deps}.get(s.phase)
             if handler:
                 handler(result.data, result)
         elif result.name == "finish" and result.is_error:

@@ -9,9 +9,15 @@ from typing import Any
 
 from crossbuild.env import debian_args
 from crossbuild.models.base import Message
-from crossbuild.models.planner.state import ARG_KIND, HOW_BUILT, PlannerParts
+from crossbuild.models.planner.state import ARG_KIND, HOW_BUILT, PlannerParts, action_key
 from crossbuild.proof.tests_off import TEST_NAME, tests_off_by_default, turns_tests_off
 
+_TRUE = frozenset({"ON", "TRUE", "1", "YES", "Y"})  # CMake's true values of an option in the cache
+# A failed lookup's cache entry, named after what it looked for: find_package's <Name>_DIR, a Find module's
+# <NAME>_INCLUDE_DIR / <NAME>_LIBRARY. Programs (<NAME>_EXECUTABLE, valgrind for the tests) are not dependencies.
+_LOOKUP = re.compile(r"^(?P<name>[A-Za-z][\w.+-]*?)_(DIR|INCLUDE_DIRS?|INCLUDE_PATH|INCLUDES|LIBRARY(_RELEASE|_DEBUG)?|"
+                     r"LIBRARIES|LIB)$", re.IGNORECASE)
+_TEST_DEPENDENCIES = 3  # the most test-only dependencies built for one project
 
 class RecipeFacts(PlannerParts):
     """The handlers of build_status's answers."""
@@ -132,14 +138,39 @@ class RecipeFacts(PlannerParts):
         options = data.get("options") or {}
         names = [n for n in tests_off_by_default(options, data.get("cmake_projects") or []) if n not in set_here]
         args = [f"-D{n}=ON" for n in names]
-        # and a variable the top CMakeLists.txt tests before building them, declared nowhere (libgd's BUILD_TEST):
-        # typed BOOL, so the cache lists it with the options a later fix can turn off
-        args += [f"-D{n}:BOOL=ON" for n in data.get("test_variables") or [] if n not in options
-                 and n not in set_here and n not in names]
+        # and a variable the top CMakeLists.txt tests before building them: an option of its own that is off
+        # (libyang's ENABLE_TESTS), or one declared nowhere (libgd's BUILD_TEST), typed BOOL so that the cache lists
+        # it with the options a later fix can turn off
+        for n in data.get("test_variables") or []:
+            if n in set_here or n in names:
+                continue
+            if n not in options:
+                args.append(f"-D{n}:BOOL=ON")
+            elif options[n].upper() not in _TRUE:
+                args.append(f"-D{n}=ON")
         if args:
             s.extra["cmake_args"] += args
             s.notes.append(f"tests turned on (off by default): {' '.join(args)}")
             s.step -= 1  # configure again
+            s.tests_on, s.not_found_before = "recheck", list(data.get("not_found") or [])
+
+    def _on_tests_deps(self, data: dict[str, Any], result: Message) -> None:
+        """With the tests turned on, the configure passed, but a project may drop its tests itself when a test
+        framework is missing (libyang: `find_package(CMocka)`, else `set(ENABLE_TESTS OFF)` and a status line):
+        the lookups the cache records as failed that the tests-off configure did not make are the tests' own
+        dependencies. Each is built as one, once, and the project configured again; one that cannot be had leaves
+        the tests as the project leaves them."""
+        s = self.state
+        s.phase = "steps"
+        tried = self._tried_dependencies()
+        new = [n for n in data.get("not_found") or [] if n not in s.not_found_before]
+        names = [n for n in dict.fromkeys(_looked_up(e) for e in new) if n and n.lower() not in tried]
+        if names:
+            s.pending_deps += names[:_TEST_DEPENDENCIES]
+            s.applied.update(action_key({"kind": "dependency", "name": n}) for n in names[:_TEST_DEPENDENCIES])
+            s.notes.append(f"the tests looked for {', '.join(names[:_TEST_DEPENDENCIES])} (the cache's failed "
+                           f"lookups with them on: {', '.join(new[:4])})")
+            s.step -= 1  # configure again with them in the prefix
 
     def _on_goals(self, data: dict[str, Any], result: Message) -> None:
         """Build the default goal's own prerequisites by name, without its test and documentation goals and
@@ -183,3 +214,9 @@ def _system_choices(names: list[str], choices: dict[str, dict[str, str]]) -> dic
                 found[name] = option
                 break
     return found
+
+
+def _looked_up(entry: str) -> str | None:
+    """What a failed lookup's cache entry looked for (CMOCKA_INCLUDE_DIR -> CMOCKA), or None for any other entry."""
+    m = _LOOKUP.match(entry)
+    return m["name"] if m else None

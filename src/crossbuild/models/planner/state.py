@@ -71,7 +71,10 @@ class PlannerState:
     split_from: dict[str, Any] = field(default_factory=dict)  # the failed build step, its result's data and entry
     serial: bool = False  # a parallel make build that failed was run again serially (_serially)
     split_later: dict[str, Any] = field(default_factory=dict)  # tests failed to build; a dependency is tried first
-    tests_on: str = ""  # "" | "asked" | "done": whether the CMake project's tests off by default were looked for
+    # "" | "asked" | "recheck" | "done": whether the CMake project's tests off by default were looked for, and
+    # whether the configure that turned them on is still to be read for what the tests alone looked for
+    tests_on: str = ""
+    not_found_before: list[str] = field(default_factory=list)  # the cache's failed lookups with the tests off
     # entries whose fixes that turn tests off were held back while others were tried: the last resort, when the
     # failure comes back with nothing attached (a dependency for an example could not be built)
     held_kb: list[dict[str, Any]] = field(default_factory=list)
