@@ -28,6 +28,12 @@ from crossbuild.foundation.targets import Target
 ZIGWRAP = Path(__file__).with_name("zigwrap.py")
 WASIRUN = Path(__file__).with_name("wasirun.py")
 XBUILD = ".xbuild"  # crossbuild's own files in a workspace: read-only to builds
+TARGET_RUN = "target-run"  # the workspace's runner of target programs, in .xbuild/bin/
+
+
+def target_run_script(workspace: Path) -> Path:
+    """WORKSPACE's `.xbuild/bin/target-run` (written with the toolchain's other wrappers)."""
+    return workspace / XBUILD / "bin" / TARGET_RUN
 HOST_BUILD_TOOLS = ("meson", "ninja", "cmake", "ctest", "cpack")  # pip installs these beside crossbuild
 SCRATCH = ".scratch"  # what builds may write besides the project (HOME, TMPDIR, their zig cache layer)
 
@@ -116,7 +122,7 @@ class Toolchain:
     # -- locations -------------------------------------------------------------------------------------------
     @property
     def xbuild(self) -> Path:
-        return self.workspace / ".xbuild"
+        return self.workspace / XBUILD
 
     @property
     def bindir(self) -> Path:
@@ -185,7 +191,7 @@ class Toolchain:
         here: macOS, FreeBSD)."""
         runs = self.target.qemu is not None or (self.target.is_windows and host.find_wine() is not None) or (
             self.target.is_wasm and host.wasmtime_site() is not None)
-        return self.bindir / "target-run" if runs else None
+        return target_run_script(self.workspace) if runs else None
 
     @property
     def wine_prefix(self) -> Path:

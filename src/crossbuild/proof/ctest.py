@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+from crossbuild.env.toolchain import TARGET_RUN
 from crossbuild.foundation import safefs
 
 _NAME = "CTestTestfile.cmake"
@@ -35,7 +36,7 @@ def working_dirs(root: Path, prune: frozenset[str] = frozenset(), within: Path |
         for kind, body in _COMMAND.findall(text):
             args = _arguments(body)
             if kind == "add_test" and len(args) >= 2:
-                program = next((Path(a) for a in args[1:] if os.path.isabs(a) and Path(a).name != "target-run"),
+                program = next((Path(a) for a in args[1:] if os.path.isabs(a) and Path(a).name != TARGET_RUN),
                                None)
                 if program is not None:
                     programs[args[0]] = program.resolve()

@@ -18,7 +18,7 @@ from elftools.elf.enums import ENUM_E_MACHINE
 
 from crossbuild.env import cxx_runtime, musl_loader, musl_sysroot, workspace
 from crossbuild.env.sandbox import Sandbox
-from crossbuild.env.toolchain import XBUILD, Toolchain, qemu_sysroot
+from crossbuild.env.toolchain import Toolchain, qemu_sysroot, target_run_script
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
 from crossbuild.proof.binary_formats import dynamic_symbols
@@ -59,7 +59,7 @@ def exec_handler(target: Target, workspace: Path | None = None) -> str | None:
     version) or a Windows program (MZ) goes to WORKSPACE's target-run (wasmtime with its preopens, Wine with the
     workspace's prefix): a test script's `./test1` or automake's `./test1.exe` runs as CTest's emulator would."""
     if target.runs_through_target_run:
-        script = workspace / XBUILD / "bin" / "target-run" if workspace is not None else None
+        script = target_run_script(workspace) if workspace is not None else None
         if script is None or not script.is_file() or not _REGISTRABLE.fullmatch(str(script)):
             return None
         name, magic = ("wasm", "\\x00asm\\x01\\x00\\x00\\x00") if target.is_wasm else ("pe", "MZ")
@@ -132,7 +132,7 @@ def runner_argv(target: Target, exe: Path, *, dynamic: bool, lib_dirs: list[str]
     if prefix is None:
         return None, why
     if target.runs_through_target_run:
-        script = workspace / XBUILD / "bin" / "target-run" if workspace is not None else None
+        script = target_run_script(workspace) if workspace is not None else None
         if script is None or not script.is_file():
             return None, ("Windows programs run under Wine with their workspace's prefix" if target.is_windows
                           else "WebAssembly programs run under wasmtime through their workspace's target-run") \
