@@ -96,35 +96,54 @@ def test_only_the_check_just_before_the_error_names_what_was_missing(tmp_path):
     assert d is not None and d.missing == ()
 
 
-# AM_PATH_SDL2's way, and AC_PATH_PROG's: checks that fail one after another before the error, none named by it
-PROGRAMS_AC = """AC_INIT([framer], [1.0])
+# AM_PATH_SDL2's way: checks that fail one after another before the error, the last naming nothing
+SDL_LIKE_AC = """AC_INIT([framer], [1.0])
 AC_PROG_CC
 PKG_CONFIG=false
+AC_PATH_PROG([MANPAGER], [manpager-optional-nowhere])
 AC_MSG_CHECKING([for frob-nowhere >= 1.2])
 AS_IF([AC_RUN_LOG([$PKG_CONFIG --exists --print-errors "frob-nowhere >= 1.2"])], [AC_MSG_RESULT([yes])],
       [AC_MSG_RESULT([no])])
 AC_PATH_PROG([FROB_CONFIG], [frob-nowhere-config], [no])
 AC_MSG_CHECKING([for FROB - version >= 1.2])
 AC_MSG_RESULT([no])
+AC_MSG_ERROR([*** FROB version 1.2 not found!])
+AC_OUTPUT
+"""
+# AC_PATH_PROG's, after an optional module that failed too
+PROGRAM_AC = """AC_INIT([manned], [1.0])
+AC_PROG_CC
+PKG_CONFIG=false
+AC_MSG_CHECKING([for optional-nowhere])
+AS_IF([AC_RUN_LOG([$PKG_CONFIG --exists --print-errors "optional-nowhere"])], [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no])])
 AC_PATH_PROG([MANPAGER], [manpager-nowhere])
-AS_IF([test -z "$MANPAGER" || test "x$with_frob" = xcheck],
-      [AC_MSG_ERROR([*** FROB 1.2 or the manual's tool was not found!])])
+AS_IF([test -z "$MANPAGER"], [AC_MSG_ERROR([Need it to generate man pages of the command line tools])])
 AC_OUTPUT
 """
 
 
-def test_each_failed_check_before_the_error_names_what_is_missing(tmp_path):
-    """Modules and headers become dependencies; a program looked for on PATH becomes a program, but not a
-    dependency's own -config script (the target's comes with the dependency)."""
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "configure.ac").write_text(PROGRAMS_AC)
-    subprocess.run(["autoconf"], cwd=tmp_path / "src", check=True, capture_output=True, timeout=120)
-    (tmp_path / "build").mkdir()
-    r = subprocess.run(["../src/configure"], cwd=tmp_path / "build", capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0 and "manual's tool was not found" in r.stderr
-    d = autotools_log.read(tmp_path, "build/config.log", "src/configure")
-    assert d is not None and d.missing == ("frob-nowhere",)
-    assert d.programs == ("manpager-nowhere",)
+def _failed_configure(folder: Path, configure_ac: str):
+    (folder / "src").mkdir(parents=True)
+    (folder / "src" / "configure.ac").write_text(configure_ac)
+    subprocess.run(["autoconf"], cwd=folder / "src", check=True, capture_output=True, timeout=120)
+    (folder / "build").mkdir()
+    r = subprocess.run(["../src/configure"], cwd=folder / "build", capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0, r.stdout[-2000:]
+    return autotools_log.read(folder, "build/config.log", "src/configure")
+
+
+def test_the_nearest_failed_check_that_names_something_is_what_is_missing(tmp_path):
+    """A macro's version test names nothing, a dependency's own -config script is no program the build machine
+    lacks (the target's comes with the dependency): the pkg-config module before them is the dependency."""
+    d = _failed_configure(tmp_path, SDL_LIKE_AC)
+    assert d is not None and d.missing == ("frob-nowhere",) and d.programs == ()
+
+
+def test_a_program_looked_for_on_path_before_the_error_is_a_program(tmp_path):
+    """Not the optional module that failed before it, which the error is not about."""
+    d = _failed_configure(tmp_path, PROGRAM_AC)
+    assert d is not None and d.programs == ("manpager-nowhere",) and d.missing == ()
 
 
 def test_a_failed_function_check_is_not_a_program(tmp_path):
@@ -139,3 +158,26 @@ def test_a_failed_function_check_is_not_a_program(tmp_path):
     (tmp_path / "configure").write_text("\n" * 30)
     d = autotools_log.read(tmp_path, "config.log", "configure")
     assert d is not None and d.programs == () and d.missing == ()
+
+
+CASE_ALIAS_AC = """AC_INIT([viewer], [1.0])
+AC_PROG_CC
+AC_ARG_ENABLE([gui], [AS_HELP_STRING([--disable-gui], [build without the window])],
+              [case "${enableval}" in
+                 yes) HAVE_GUI=yes ;;
+                 no)  HAVE_GUI=no ;;
+                 *) AC_MSG_ERROR([bad value ${enableval} for --enable-gui]) ;;
+               esac], [HAVE_GUI=yes])
+if test "x$HAVE_GUI" = "xyes" ; then
+  AC_CHECK_HEADER([gui-nowhere.h], [], [AC_MSG_ERROR([the window needs its toolkit])])
+fi
+AC_OUTPUT
+"""
+
+
+def test_an_option_the_manuals_case_idiom_mirrors_in_a_variable_governs_the_branch(tmp_path):
+    """The autoconf manual's AC_ARG_ENABLE example (avahi's --enable-gtk3): the option's value is mapped by a case
+    onto a variable of the project's own, and that variable is what the branch tests."""
+    d = _failed_configure(tmp_path, CASE_ALIAS_AC)
+    assert d is not None and d.missing == ("gui-nowhere.h",)
+    assert [(s.name, s.arg) for s in d.switches] == [("--enable-gui", "--disable-gui")]

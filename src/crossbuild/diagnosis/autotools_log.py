@@ -46,11 +46,12 @@ def read(root: Path, log_rel: str, script_rel: str) -> Diagnosis | None:
 
 
 def _looked_for(before: list[str]) -> tuple[list[str], list[str]]:
-    """What the failed checks just before the error looked for: pkg-config modules and headers (a dependency), and
-    programs (AC_PATH_PROG: a check of one name that compiled nothing). A macro may try several ways before its
-    error (AM_PATH_SDL2: pkg-config, then sdl2-config, then a version test): every check of the run of failed ones
-    that ends at the error counts, back to the last that succeeded. A dependency's own -config script is not a
-    program the build machine lacks: the target's comes with the dependency."""
+    """What the failed check just before the error looked for: pkg-config modules or a header (a dependency), or a
+    program (AC_PATH_PROG: a check of one name that compiled nothing). A macro may try several ways before its
+    error (AM_PATH_SDL2: pkg-config, then sdl2-config, then a version test): failed checks that name nothing are
+    passed over, back to the nearest that names something (never past one that succeeded, nor to an earlier
+    optional check that failed too). A dependency's own -config script is not a program the build machine lacks:
+    the target's comes with the dependency."""
     checks: list[tuple[str, list[str], str | None]] = []
     for line in before:  # one pass: each check, what ran for it, its result
         if not line.startswith("configure:"):
@@ -64,17 +65,15 @@ def _looked_for(before: list[str]) -> tuple[list[str], list[str]]:
             checks[-1] = (checks[-1][0], checks[-1][1], text.removeprefix("result: ").strip())
         elif checks:
             checks[-1][1].append(line)
-    missing: list[str] = []
-    programs: list[str] = []
     for check, body, result in reversed(checks[-_FAILED_RUN:]):
         if result not in ("no", "not found"):
             break
         modules = [m for line in body for found in _PKG_EXISTS.findall(line) for m in _modules(found)]
         if modules or _HEADER.match(check):
-            missing[:0] = modules or [check]
-        elif _PROGRAM.match(check) and not body and not check.endswith("-config"):
-            programs.insert(0, check)
-    return list(dict.fromkeys(missing)), list(dict.fromkeys(programs))
+            return list(dict.fromkeys(modules or [check])), []
+        if _PROGRAM.match(check) and not body and not check.endswith("-config"):
+            return [], [check]
+    return [], []
 
 
 def _modules(spec: str) -> list[str]:
@@ -85,11 +84,14 @@ def _modules(spec: str) -> list[str]:
 
 
 def _option_aliases(script: str) -> dict[str, tuple[str, str]]:
-    """Variables an option's own action sets from its value (curl: `--with-ssl` sets OPT_SSL=$withval), read from
-    the blocks autoconf writes for each AC_ARG_WITH/AC_ARG_ENABLE."""
+    """Variables an option's own action sets from its value, read from the blocks autoconf writes for each
+    AC_ARG_WITH/AC_ARG_ENABLE: curl's `--with-ssl` sets OPT_SSL=$withval; the autoconf manual's idiom, avahi's
+    `--enable-gtk3`, sets HAVE_GTK3 in the `no)` arm of a case on the value."""
     aliases: dict[str, tuple[str, str]] = {}
     for m in _GIVEN.finditer(script):
-        for var in re.findall(rf"\b([A-Za-z_]\w*)=\$\{{?{m[1]}val\b", m[3]):
+        found = re.findall(rf"\b([A-Za-z_]\w*)=\$\{{?{m[1]}val\b", m[3])
+        found += re.findall(r"^\s*no\)\s*([A-Za-z_]\w*)=", m[3], re.MULTILINE)
+        for var in found:
             aliases.setdefault(var, (m[1], m[2].replace("-", "_")))
     return aliases
 
