@@ -1603,3 +1603,60 @@ def test_a_generator_the_build_compiles_for_the_target_and_runs_runs_under_the_e
     assert out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
     assert out["verify"]["rebuild"]["ok"], out["verify"]["rebuild"]
     assert "TAB_ARCH 64" in (tmp_path / "ws" / "src" / "table.h").read_text()
+
+
+# kissfft's psdpng: its first argument is the image to read, so `--version` is a file it cannot decode, and libpng's
+# error handler aborts. IMAGE_TOOL does the same; ARM_ONLY crashes only where it was cross-compiled for.
+IMAGE_TOOL = """#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    FILE *f = fopen(argc > 1 ? argv[1] : "", "rb");
+    if (!f) { fprintf(stderr, "imgtool error: Invalid IHDR data in %s\\n", argc > 1 ? argv[1] : "stdin"); abort(); }
+    fclose(f);
+    return 0;
+}
+"""
+ARM_ONLY = """#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+#ifdef __aarch64__
+    fprintf(stderr, "imgtool error: Invalid IHDR data\\n"); abort();
+#endif
+    return 0;
+}
+"""
+
+
+def _image_project(folder, tool: str):
+    return _project(folder, {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.13)\nproject(img C)\n"
+                          "add_library(img STATIC img.c)\nadd_executable(imgtool imgtool.c)\n"
+                          "install(TARGETS img imgtool)\n",
+        "img.c": "int img_width(void) { return 640; }\n",
+        "imgtool.c": tool,
+    })
+
+
+@pytest.mark.slow
+def test_a_product_that_crashes_on_its_probe_the_same_way_on_the_build_machine_is_not_counted(tmp_path):
+    """The probe's `imgtool --version` aborts on the target: built for the build machine, the same program
+    aborts the same way on the same invocation, so that invocation is not a harmless one for it. The probe is not
+    counted, with that evidence, and the library's probe makes the build `exercised`."""
+    r, out = _build(tmp_path, str(_image_project(tmp_path / "img", IMAGE_TOOL)), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    verdict = out["verify"]
+    assert verdict["proof"] == "exercised", verdict.get("proof_why")
+    probes = {p["path"]: p for p in verdict["probe_runs"]}
+    tool = next(p for path, p in probes.items() if path.endswith("imgtool"))
+    assert not tool["passed"] and "crashes the same way built for the build machine (x86_64-linux-musl: exit 134" \
+        in tool["not_counted"], tool
+    assert verdict["proof_counts"]["probes_not_counted"] == 1
+
+
+@pytest.mark.slow
+def test_a_product_that_crashes_only_on_the_target_still_blocks(tmp_path):
+    r, out = _build(tmp_path, str(_image_project(tmp_path / "img", ARM_ONLY)), "aarch64-linux-musl")
+    verdict = out["verify"]
+    assert verdict["proof"] == "built", verdict.get("proof_why")
+    tool = next(p for p in verdict["probe_runs"] if p["path"].endswith("imgtool"))
+    assert not tool["passed"] and not tool["not_counted"] and "exits 0 otherwise" in tool["why"], tool

@@ -93,10 +93,16 @@ class ProbeRun:
     skipped: str | None = None  # why it could not run here
     why: str | None = None  # when it failed: its evidence (an output line, an exit status, a link error)
     duration_s: float = 0.0
+    # an executable that crashed: the invocation, its exit status and the line it said before dying, to be
+    # compared with the same program built for the build machine (native_check.recheck_probes)
+    crash: dict | None = None
+    not_counted: str | None = None  # a crash the build machine's build shows too: its evidence; blocks nothing
 
     def outcome(self) -> str:
         if self.skipped:
             return f"skipped: {self.skipped}"
+        if self.not_counted:
+            return f"not counted: {self.checked}: {self.not_counted}"
         return f"passed: {self.checked}" if self.passed else f"FAILED: {self.checked}: {self.why}"
 
 
@@ -243,6 +249,8 @@ def _harmless(runner: _Runner, probe: ProbeRun, exe: Path, *, dynamic: bool, rel
         tried.append(f"`{shown}`: {verdict.why}")
         if verdict.kind == "crashed":
             crashed = True
+            said = next((line.strip() for line in lines if line.strip() and not line.startswith("qemu:")), "")
+            probe.crash = {"args": args, "exit": code, "said": said[:200]}
             break  # a crash is the answer: no other invocation makes it a clean start
         if stopped == "timeout":
             break  # it waits (a server, a reader of a terminal): other invocations would wait as long

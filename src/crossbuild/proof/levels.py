@@ -46,8 +46,9 @@ class Proof:
                 extra += f", {c['found'] - c['ran']} not run"
             return f"tested ({c['passed']} of {c['ran']} test programs passed on the target{extra})"
         if self.level == "exercised":
+            aside = f", {c['probes_not_counted']} not counted" if c.get("probes_not_counted") else ""
             return (f"exercised ({c.get('probes_passed', 0)} of {c.get('probes_run', 0)} products ran on the "
-                    f"target: executables started, libraries loaded or linked whole; not tested: "
+                    f"target{aside}: executables started, libraries loaded or linked whole; not tested: "
                     f"{self.why_not_higher})")
         return f"{self.level}: {self.why_not_higher}" if self.level else f"not verified ({self.why_not_higher})"
 
@@ -64,6 +65,7 @@ def proof_of(ok: bool, run_tests: bool, runs: list[SmokeRun], probes: list[Probe
     if probes is not None:
         counts["probes_run"] = sum(1 for p in probes if not p.skipped and p.kind != "more")  # "more": over the cap
         counts["probes_passed"] = sum(1 for p in probes if p.passed)
+        counts["probes_not_counted"] = sum(1 for p in probes if p.not_counted)
     if not ok:
         return Proof(None, counts, f"{failed} test programs failed" if failed else "the static checks failed")
     untested = not_tested(run_tests, runs, tests_off)
@@ -75,9 +77,12 @@ def proof_of(ok: bool, run_tests: bool, runs: list[SmokeRun], probes: list[Probe
     if not probes:
         why = f" ({cannot_run})" if cannot_run and cannot_run not in untested else ""
         return Proof("built", counts, f"{untested}; and no product could be probed on the target{why}")
-    blocking = [p for p in probes if not p.passed]
-    if not blocking:
+    blocking = [p for p in probes if not p.passed and not p.not_counted]
+    if not blocking and any(p.passed for p in probes):
         return Proof("exercised", counts, untested)
+    if not blocking:
+        return Proof("built", counts, f"{untested}; and no probe passed on the target ({len(probes)} not counted: "
+                                      f"{probes[0].not_counted})")
     first = blocking[0]
     return Proof("built", counts, f"{untested}; and {len(blocking)} of {len(probes)} probes did not pass "
                                   f"(first: {first.path}: {first.skipped or first.why})")

@@ -28,6 +28,7 @@ from crossbuild.foundation import safefs
 from crossbuild.foundation.targets import TARGETS, Target
 from crossbuild.proof import make_goal, slowdown
 from crossbuild.proof.artifacts import check_artifact, scan_tree
+from crossbuild.proof.exercise import ProbeRun
 from crossbuild.proof.harness import ctest_tests, harness_runs
 from crossbuild.proof.second_build import build_again
 from crossbuild.proof.smoke import SmokeRun, own_folders, smoke_runs
@@ -67,26 +68,12 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
         for r in failing:
             r.why = f"{r.why}; not rechecked for {native.name}: a Makefile's test goal runs for the target only"
         return
-    prefix = None
-    if provide_dependencies is not None:
-        prefix = toolchain.workspace / ".xbuild" / "native-prefix"  # out of the builds' reach, like .xbuild/native
-        safefs.remove_tree(toolchain.workspace, ".xbuild/native-prefix")  # this session's dependencies only
-        missing = provide_dependencies(native, prefix)
-        if missing:
-            for r in failing:
-                r.why = f"{r.why}; not reproduced: its dependencies for {native.name} could not be had ({missing})"
-            return
-    second = build_again(toolchain, steps, source, edits, like, into="native", target=native, prefix=prefix)
-    if second.error:
+    built = _built_natively(root, toolchain, steps, source, edits, like, native, provide_dependencies)
+    if isinstance(built, str):
         for r in failing:
-            r.why = f"{r.why}; not reproduced: the build for {native.name} failed ({second.error})"
+            r.why = f"{r.why}; not reproduced: {built}"
         return
-    fresh = second.toolchain
-    native_root = fresh.workspace / root.relative_to(toolchain.workspace)
-    if native_root.is_symlink() or not native_root.is_dir():  # the second build may have left a link to host files
-        for r in failing:
-            r.why = f"{r.why}; not reproduced: the build for {native.name} left no build folder"
-        return
+    second, fresh, native_root = built
     wanted = {r.path for r in failing}
     by_harness = failing[0].harness is not None  # the same harness runs there (its tests are named, not paths)
     artifacts = []
@@ -108,6 +95,66 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
         if r.triage != "project" and (n := there.get(r.path)) is not None and n.passed and r.path in tests:
             _emulated_again(r, tests[r.path], native_root, artifacts, fresh.workspace, box, native, deps,
                             timeout_s, log_dir)
+
+
+def _built_natively(root: Path, toolchain: Toolchain, steps: Sequence[BuildStep], source: str, edits: Sequence[str],
+                    like: Sandbox, native: Target, provide_dependencies: DependencyProvider | None
+                    ) -> tuple[Any, Toolchain, Path] | str:
+    """The build replayed for the build machine NATIVE (its dependencies built for it first): the second build,
+    its toolchain and its folder matching ROOT; else why it could not be had."""
+    prefix = None
+    if provide_dependencies is not None:
+        prefix = toolchain.workspace / ".xbuild" / "native-prefix"  # out of the builds' reach, like .xbuild/native
+        safefs.remove_tree(toolchain.workspace, ".xbuild/native-prefix")  # this session's dependencies only
+        missing = provide_dependencies(native, prefix)
+        if missing:
+            return f"its dependencies for {native.name} could not be had ({missing})"
+    second = build_again(toolchain, steps, source, edits, like, into="native", target=native, prefix=prefix)
+    if second.error:
+        return f"the build for {native.name} failed ({second.error})"
+    native_root = second.toolchain.workspace / root.relative_to(toolchain.workspace)
+    if native_root.is_symlink() or not native_root.is_dir():  # the second build may have left a link to host files
+        return f"the build for {native.name} left no build folder"
+    return second, second.toolchain, native_root
+
+
+def recheck_probes(probes: Sequence[ProbeRun], root: Path, toolchain: Toolchain, steps: Sequence[BuildStep],
+                   source: str, edits: Sequence[str], like: Sandbox, timeout_s: float,
+                   provide_dependencies: DependencyProvider | None = None) -> None:
+    """An executable that crashed on the target on a harmless invocation (`--version`) and crashes the same way
+    built for the build machine, run the same way there - the same exit status, and what it said before dying -
+    does so on every machine: that invocation is not harmless for it (kissfft's psdpng takes `--version` for an
+    image and aborts in libpng). Such a probe is not counted, with that evidence; any other crash still blocks."""
+    crashed = [p for p in probes if p.kind == "executable" and p.crash and p.crash.get("said") and not p.passed]
+    native = build_machine_target(toolchain.target)
+    if not crashed or native is None or not root.is_relative_to(toolchain.workspace):
+        return
+    built = _built_natively(root, toolchain, steps, source, edits, like, native, provide_dependencies)
+    if isinstance(built, str):
+        for p in crashed:
+            p.why = f"{p.why}; not reproduced: {built}"
+        return
+    second, fresh, native_root = built
+    box = test_program_box(second.box, native)
+    log_dir = Path(tempfile.mkdtemp(prefix="native-probes-", dir=fresh.logs))
+    deps = [str(d) for d in (fresh.prefix / "lib", fresh.prefix / "lib64") if d.is_dir()]
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", **({"LD_LIBRARY_PATH": ":".join(deps)} if deps else {})}
+    for p in crashed:
+        try:  # the plain file the build made there, for this machine, not a link a run left in its place
+            os.close(safefs.open_regular(native_root, p.path))
+        except OSError:
+            p.why = f"{p.why}; not reproduced: the build for {native.name} made no {p.path}"
+            continue
+        exe = native_root / p.path
+        res, lines = _run_once(box, [str(exe), *p.crash["args"]], exe.parent, {**env, "HOME": str(exe.parent)},
+                               log_dir, timeout_s)
+        shown = " ".join([exe.name, *p.crash["args"]])
+        said = _VARYING.sub("#", p.crash["said"])
+        if res.returncode == p.crash["exit"] and any(_VARYING.sub("#", line.strip()) == said for line in lines):
+            p.not_counted = (f"`{shown}` crashes the same way built for the build machine ({native.name}: exit "
+                             f"{res.returncode}, \"{p.crash['said'][:120]}\"): not a harmless invocation of it")
+        else:
+            p.why = f"{p.why}; built for {native.name}, `{shown}` exits {res.returncode} otherwise"
 
 
 def _emulated_again(run: SmokeRun, test: tuple[list[str], str | None], native_root: Path, artifacts: list[dict],

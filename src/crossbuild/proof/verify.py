@@ -293,6 +293,12 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
             note("probes: running every product on the target", "probes")
             report.probe_runs = exercise(root, target, report.artifacts, toolchain, build_box, box,
                                          smoke_timeout_s, log_dir, deps, installed)
+            # a crashed probe blocks `exercised` whatever the model does next: the build machine's view is taken
+            # now (a test program's failure waits for the model's fixes first, build_machine_check)
+            if rebuild_steps and any(p.crash and not p.passed for p in report.probe_runs):
+                note("build-machine check: the products that crashed, built for this machine", "build-machine check")
+                native_check.recheck_probes(report.probe_runs, root, toolchain, rebuild_steps, rebuild_source,
+                                            rebuild_edits, box, smoke_timeout_s, provide_dependencies)
     if run_tests and toolchain is not None:  # what the tests and probes ran could write the build's folders
         clock.start("what the runs wrote")
         written: list[str] = []
