@@ -9,7 +9,7 @@ import pytest
 
 from crossbuild.env import build_tools
 from crossbuild.env import dependency_cache as deps
-from crossbuild.foundation import safefs
+from crossbuild.foundation import host, safefs
 from tests.agent.test_planner_builds import _build, _dependency_calls, _project
 
 
@@ -107,6 +107,32 @@ def test_a_program_configure_looked_for_before_its_own_error_is_provided(tmp_pat
     })
     r, out = _build(tmp_path, str(src), "aarch64-linux-musl")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "looked for the program help2man" in out["message"], out["message"]
+    assert "looked for help2man on the build machine" in out["message"], out["message"]
     assert out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
     assert "help2man" in (tmp_path / "ws" / "build" / "help2man-version.txt").read_text()
+
+
+@pytest.mark.slow
+def test_a_perl_module_configure_requires_is_provided_for_the_build_machines_perl(tmp_path):
+    """autoconf-archive's AX_PROG_PERL_MODULES: `checking for perl module YAML::Tiny... no`, then the project's own
+    error. The module (Debian's libyaml-tiny-perl) is unpacked for the build machine and found through PERL5LIB by
+    configure and by the build's own perl."""
+    with host.exclusive(build_tools.root() / ".lock"):  # provided by this run, not found cached
+        (build_tools.root() / "libyaml-tiny-perl" / ".crossbuild-complete").unlink(missing_ok=True)
+    check = ('AC_PATH_PROG([PERL], [perl])\nAC_MSG_CHECKING([for perl module YAML::Tiny])\n'
+             'if $PERL -e "use YAML::Tiny; 1" >/dev/null 2>&1; then\n  AC_MSG_RESULT([ok])\nelse\n'
+             '  AC_MSG_RESULT([no])\n  AC_MSG_ERROR([the table generator needs its Perl modules])\nfi\n')
+    src = _project(tmp_path / "tabled", {
+        "configure.ac": "AC_INIT([tabled], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\nAC_PROG_RANLIB\n"
+                        + check + "AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
+        "Makefile.am": "lib_LIBRARIES = libtab.a\nlibtab_a_SOURCES = tab.c\ncheck_PROGRAMS = tab_test\n"
+                       "tab_test_SOURCES = tab_test.c\ntab_test_LDADD = libtab.a\nTESTS = tab_test\n"
+                       "all-local:\n\t$(PERL) -MYAML::Tiny -e 'print \"$$YAML::Tiny::VERSION\\n\"' > yaml-tiny.txt\n",
+        "tab.c": "int tab(void) { return 3; }\n",
+        "tab_test.c": "int tab(void);\nint main(void) { return tab() == 3 ? 0 : 1; }\n",
+    })
+    r, out = _build(tmp_path, str(src), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "looked for YAML::Tiny on the build machine" in out["message"], out["message"]
+    assert out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
+    assert (tmp_path / "ws" / "build" / "yaml-tiny.txt").read_text().strip()[:1].isdigit()

@@ -181,3 +181,21 @@ def test_an_option_the_manuals_case_idiom_mirrors_in_a_variable_governs_the_bran
     d = _failed_configure(tmp_path, CASE_ALIAS_AC)
     assert d is not None and d.missing == ("gui-nowhere.h",)
     assert [(s.name, s.arg) for s in d.switches] == [("--enable-gui", "--disable-gui")]
+
+
+INTLTOOL_LIKE_AC = """AC_INIT([translated], [1.0])
+AC_MSG_CHECKING([for XML::Nowhere])
+if `perl -e "require XML::Nowhere" 2>/dev/null`; then
+   AC_MSG_RESULT([ok])
+else
+   AC_MSG_ERROR([XML::Nowhere perl module is required for intltool])
+fi
+AC_OUTPUT
+"""
+
+
+def test_a_perl_module_check_the_error_cuts_short_names_the_module(tmp_path):
+    """IT_PROG_INTLTOOL checks XML::Parser with no result line before its error: the check the error interrupted
+    is the failed one, and a Perl module is for the build machine's perl (provide_build_tool)."""
+    d = _failed_configure(tmp_path, INTLTOOL_LIKE_AC)
+    assert d is not None and d.programs == ("XML::Nowhere",) and d.missing == ()

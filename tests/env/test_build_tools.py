@@ -47,7 +47,8 @@ int main(void) {
 
 
 @pytest.mark.parametrize("name", ["/usr/share/../../etc/shadow", "/etc/shadow", "/home/user/.ssh/id_rsa",
-                                  "../bin/sh", "bin/bison", "bison; rm -rf /", "", "-rf"])
+                                  "../bin/sh", "bin/bison", "bison; rm -rf /", "", "-rf", "XML::Parser; rm",
+                                  "XML::../../etc", "::Parser"])
 def test_a_name_that_is_neither_a_program_nor_a_usr_share_file_is_refused_before_any_lookup(name):
     with pytest.raises(build_tools.ToolError) as e:
         build_tools.wanted_paths(name)
@@ -57,6 +58,8 @@ def test_a_name_that_is_neither_a_program_nor_a_usr_share_file_is_refused_before
 def test_program_names_and_data_paths_become_the_archive_paths_that_would_satisfy_them():
     assert build_tools.wanted_paths("bison") == ["usr/bin/bison", "bin/bison", "usr/sbin/bison", "sbin/bison"]
     assert build_tools.wanted_paths("/usr/share/unicode/CaseFolding.txt") == ["usr/share/unicode/CaseFolding.txt"]
+    assert build_tools.wanted_paths("XML::Parser") == ["usr/share/perl5/XML/Parser.pm",
+                                                       "usr/lib/x86_64-linux-gnu/perl5/*/XML/Parser.pm"]
 
 
 def _forget(*packages: str) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from crossbuild.diagnosis import shell_blocks
 from crossbuild.diagnosis.model import Diagnosis, Switch, offered
+from crossbuild.env import build_tools
 from crossbuild.foundation import safefs
 
 LOG_MAX_BYTES = 16 << 20
@@ -47,7 +48,8 @@ def read(root: Path, log_rel: str, script_rel: str) -> Diagnosis | None:
 
 def _looked_for(before: list[str]) -> tuple[list[str], list[str]]:
     """What the failed check just before the error looked for: pkg-config modules or a header (a dependency), or a
-    program (AC_PATH_PROG: a check of one name that compiled nothing). A macro may try several ways before its
+    program (AC_PATH_PROG: a check of one name that compiled nothing) or a Perl module the build machine's perl
+    lacks (intltool's XML::Parser, whose check the error cuts short). A macro may try several ways before its
     error (AM_PATH_SDL2: pkg-config, then sdl2-config, then a version test): failed checks that name nothing are
     passed over, back to the nearest that names something (never past one that succeeded, nor to an earlier
     optional check that failed too). A dependency's own -config script is not a program the build machine lacks:
@@ -65,12 +67,15 @@ def _looked_for(before: list[str]) -> tuple[list[str], list[str]]:
             checks[-1] = (checks[-1][0], checks[-1][1], text.removeprefix("result: ").strip())
         elif checks:
             checks[-1][1].append(line)
-    for check, body, result in reversed(checks[-_FAILED_RUN:]):
-        if result not in ("no", "not found"):
+    for n, (check, body, result) in enumerate(reversed(checks[-_FAILED_RUN:])):
+        if result not in ("no", "not found") and not (n == 0 and result is None):  # the error cut the last short
             break
         modules = [m for line in body for found in _PKG_EXISTS.findall(line) for m in _modules(found)]
         if modules or _HEADER.match(check):
             return list(dict.fromkeys(modules or [check])), []
+        module = check.removeprefix("perl module ")
+        if build_tools.PERL_MODULE.match(module):  # intltool's `checking for XML::Parser`: one for perl here
+            return [], [module]
         if _PROGRAM.match(check) and not body and not check.endswith("-config"):
             return [], [check]
     return [], []

@@ -1,14 +1,16 @@
-"""Programs and data a build runs on the build machine (bison, flex, gperf, nasm, /usr/share/unicode/...) that this
-machine lacks, provided from Debian's archive as `apt-get install` would, without touching the host.
+"""Programs, Perl modules and data a build runs on the build machine (bison, flex, gperf, nasm, intltool's
+XML::Parser, /usr/share/unicode/...) that this machine lacks, provided from Debian's archive as `apt-get install`
+would, without touching the host.
 
-A name (a program, or the absolute path of a data file the build read) is looked up in Debian's Contents index;
-the package that ships it, and the packages it depends on that the host has not installed, are downloaded through
-crossbuild's private apt configuration (the archive's signed indices) and unpacked, once, into crossbuild's cache.
-Every sandboxed command then sees them read-only: their programs on PATH after the host's own, their libraries on
-LD_LIBRARY_PATH, and their /usr/share/<name> and /usr/src/<name> folders where the programs look (bison's skeletons,
-unicode-data's tables, the googletest sources a Debian-patched build compiles itself). Like the zig and dependency
-caches, they are shared by every build on the machine; nothing is run from the packages while unpacking them (no
-maintainer scripts), and a name selects only a package of the archive.
+A name (a program, a Perl module, or the absolute path of a data file the build read) is looked up in Debian's
+Contents index; the package that ships it, and the packages it depends on that the host has not installed, are
+downloaded through crossbuild's private apt configuration (the archive's signed indices) and unpacked, once, into
+crossbuild's cache. Every sandboxed command then sees them read-only: their programs on PATH after the host's own,
+their libraries on LD_LIBRARY_PATH, their Perl modules on PERL5LIB, and their /usr/share/<name> and /usr/src/<name>
+folders where the programs look (bison's skeletons, unicode-data's tables, the googletest sources a Debian-patched
+build compiles itself). Like the zig and dependency caches, they are shared by every build on the machine; nothing
+is run from the packages while unpacking them (no maintainer scripts), and a name selects only a package of the
+archive.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from crossbuild.foundation import host
 
 MULTIARCH = "x86_64-linux-gnu"  # the build machine's library folder in the packages unpacked here
 _PROGRAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$")
+PERL_MODULE = re.compile(r"^[A-Za-z_]\w{0,60}(::\w{1,60}){1,6}$")  # XML::Parser, as `perl -MXML::Parser` names it
+# where Debian puts a Perl module: pure Perl, and compiled for the build machine's perl (one version per release)
+_PERL_DIRS = ("usr/share/perl5", f"usr/lib/{MULTIARCH}/perl5/*")
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
 _PROGRAM_DIRS = ("usr/bin", "bin", "usr/sbin", "sbin")  # where a package's programs are, as PATH has them
 # where the sandbox can show a data file at its own path (shared_data): /usr/share/<name> (unicode-data's tables),
@@ -54,8 +59,11 @@ def root() -> Path:
 
 
 def wanted_paths(name: str) -> list[str]:
-    """The archive paths that would satisfy NAME: a program's places on PATH, or a data file's own path."""
+    """The archive paths that would satisfy NAME: a program's places on PATH, a Perl module's places on perl's
+    @INC (GLOB patterns), or a data file's own path."""
     name = name.strip()
+    if PERL_MODULE.match(name):
+        return [f"{d}/{name.replace('::', '/')}.pm" for d in _PERL_DIRS]
     if name.startswith("/"):
         path = PurePosixPath(name)
         rel = str(path)[1:]
@@ -64,7 +72,8 @@ def wanted_paths(name: str) -> list[str]:
                             f"/{', /'.join(_DATA_TOPS)} (as the build printed it), or a program name such as bison")
         return [rel]
     if not _PROGRAM.match(name):
-        raise ToolError(f"{name!r} is not a program name (letters, digits, ._+-) nor an absolute data path")
+        raise ToolError(f"{name!r} is not a program name (letters, digits, ._+-), a Perl module (XML::Parser) nor "
+                        "an absolute data path")
     return [f"{d}/{name}" for d in _PROGRAM_DIRS]
 
 
@@ -121,6 +130,12 @@ def installed() -> list[Path]:
 
 def program_dirs() -> list[str]:
     return [str(p / d) for p in installed() for d in _PROGRAM_DIRS if (p / d).is_dir()]
+
+
+def perl_dirs() -> list[str]:
+    """The folders of the packages' Perl modules, for PERL5LIB: the build machine's perl finds them there as in
+    its own @INC (the archive's perl is this host's Debian release's)."""
+    return [str(f) for p in installed() for d in _PERL_DIRS for f in sorted(p.glob(d)) if f.is_dir()]
 
 
 def library_dirs() -> list[str]:

@@ -28,12 +28,13 @@ from crossbuild.foundation import host
 
 CONTENTS = ("main/Contents-amd64.gz", "main/Contents-all.gz")
 TRIPLET = "x86_64-linux-gnu"  # the multiarch folder of the amd64 Contents read here; what a file is called is the same
-# The files a dependency is found by, and the programs and data a build runs on the build machine (build_tools:
-# bison, gperf, /usr/share/unicode/...), and the top of each source tree Debian ships under /usr/src (googletest);
-# everything else in Contents is left out of the index.
+# The files a dependency is found by, and the programs, Perl modules and data a build runs on the build machine
+# (build_tools: bison, gperf, intltool's XML::Parser, /usr/share/unicode/...), and the top of each source tree Debian
+# ships under /usr/src (googletest); everything else in Contents is left out of the index.
 _KEPT = re.compile(r"^usr/include/|^usr/lib/([^/]+/)?(pkgconfig/[^/]+\.pc|lib[^/]+\.(so|a))$|^usr/share/pkgconfig/|"
                    r"^usr/src/[^/]+/(CMakeLists\.txt|meson\.build|configure|Makefile)$|"
                    r"/cmake/.*([Cc]onfig|-config)\.cmake$|^(usr/)?s?bin/[^/]+$|"
+                   r"^usr/(share/perl5|lib/[^/]+/perl5/[^/]+)/.+\.pm$|"
                    r"^usr/share/(?!doc/|man/|locale/|info/|help/|icons/|gtk-doc/|lintian/|texlive/|texmf/|fonts/|"
                    r"javascript/|zoneinfo/|i18n/|games/|sounds/|backgrounds/|themes/|pixmaps/|emacs/|vim/|gocode/|"
                    r"cargo/|R/|octave/|php/|ruby\w*/|nodejs/|java/|qt\d/|kf\d/|gnome\w*/|plasma/|metainfo/|"
@@ -53,15 +54,17 @@ class Resolution:
 
 
 def index_path() -> Path:
-    # -3: programs, build-machine data and /usr/src source trees kept
-    return host.cache_root() / "debian-index" / "bookworm-3.sqlite"
+    # -3: programs, build-machine data and /usr/src source trees kept; -4: Perl modules
+    return host.cache_root() / "debian-index" / "bookworm-4.sqlite"
 
 
 def packages_with(path: str, *, progress=lambda _: None) -> list[str]:
-    """The binary packages whose files include PATH exactly (archive-relative: `usr/bin/bison`)."""
+    """The binary packages whose files include PATH exactly (archive-relative: `usr/bin/bison`), or a path PATH
+    matches as a GLOB pattern when it has a `*` (`usr/lib/*/perl5/*/XML/Parser.pm`)."""
     db = _open(progress)
     try:
-        rows = db.execute("SELECT DISTINCT binary FROM files WHERE path = ? LIMIT 20", (path,)).fetchall()
+        rows = db.execute(f"SELECT DISTINCT binary FROM files WHERE path {'GLOB' if '*' in path else '='} ? LIMIT 20",
+                          (path,)).fetchall()
     finally:
         db.close()
     return sorted(r[0] for r in rows)

@@ -458,6 +458,8 @@ class Toolchain:
             v["CROSSBUILD_SHARED_CXX_RUNTIME"] = str(runtime)
         if libraries := build_tools.library_dirs():
             v["LD_LIBRARY_PATH"] = ":".join(libraries)
+        if perl := build_tools.perl_dirs():  # intltool's XML::Parser, provided for the build machine
+            v["PERL5LIB"] = ":".join(perl)
         if host.find_tool("ninja"):
             v["CMAKE_GENERATOR"] = "Ninja"
         if t.is_windows:

@@ -13,7 +13,8 @@ from crossbuild.tools.context import RunContext
 class ProvideBuildToolArgs(ToolArgs):
     name: str = Field(min_length=1, max_length=400,
                       description="A program the build runs on the build machine, as the error names it (bison, "
-                                  "flex, gperf, nasm, help2man, BISON), or the absolute path of a data file it "
+                                  "flex, gperf, nasm, help2man, BISON), a Perl module its perl lacks "
+                                  "(XML::Parser, for intltool), or the absolute path of a data file it "
                                   "could not read (/usr/share/unicode/CaseFolding.txt, "
                                   "/usr/src/googletest/CMakeLists.txt).")
 

@@ -85,8 +85,8 @@ class Remedies(PlannerParts):
                     if action_key({"kind": "build_tool", "name": p}) not in s.applied]
         if programs and "provide_build_tool" in self.tools:  # a generator for the build machine: bison, byacc
             action = {"kind": "build_tool", "name": programs[0]}
-            s.notes.append(f"{diagnosis['failed'][:120]} at {diagnosis['where']} looked for the program "
-                           f"{programs[0]}")
+            s.notes.append(f"{diagnosis['failed'][:120]} at {diagnosis['where']} looked for {programs[0]} on the "
+                           "build machine")
         elif wanted and "build_dependency" in self.tools:
             action = {"kind": "dependency", "name": wanted[0]}
             s.notes.append(f"{diagnosis['failed'][:120]} at {diagnosis['where']} looked for {wanted[0]}")
