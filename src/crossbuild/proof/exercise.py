@@ -7,7 +7,8 @@ levels.py). Each product is run there, under the same runner as the test program
   (stdin closed), each under a short limit (10 s times the emulator's slowdown); it passes on the first that exits
   0, or when it prints its usage and exits with a usage status (it started and reached its argument handling,
   which is what `--help` shows too), or, failing those, when one exited normally with a message of its own; a
-  crash, a load failure or a time-out is no start, and after a time-out no other invocation is tried;
+  crash (unless the build machine's build crashes the same way: native_check), a load failure or a time-out is no
+  start, and after a time-out no other invocation is tried;
 - nothing in the build systems' own folders (CMakeFiles/, meson-private/: configure checks) is started;
 - an archive that defines main() (gtest_main) is linked whole as the program itself and started like one;
 - every shared library, dlopen()ed with RTLD_NOW by crossbuild's probe program, which then dlsym()s each symbol
@@ -93,9 +94,7 @@ class ProbeRun:
     skipped: str | None = None  # why it could not run here
     why: str | None = None  # when it failed: its evidence (an output line, an exit status, a link error)
     duration_s: float = 0.0
-    # an executable that crashed: the invocation, its exit status and the line it said before dying, to be
-    # compared with the same program built for the build machine (native_check.recheck_probes)
-    crash: dict | None = None
+    crash: dict | None = None  # a crash's invocation, exit status and last words, for native_check.recheck_probes
     not_counted: str | None = None  # a crash the build machine's build shows too: its evidence; blocks nothing
 
     def outcome(self) -> str:
@@ -175,9 +174,7 @@ def exercise(root: Path, target: Target, artifacts: list[dict], toolchain: Toolc
     runner = _Runner(target, root, test_box, lib_rels,
                      sorted({str((root / rel).parent) for rel in lib_rels}) + list(dependency_lib_dirs),
                      list(dependency_lib_dirs), timeout * scale, log_dir, scale, toolchain.workspace)
-    probes: list[ProbeRun] = []
-    for a in executables[:MAX_PER_KIND]:
-        probes.append(_start(runner, a))
+    probes = [_start(runner, a) for a in executables[:MAX_PER_KIND]]
     work = None
     if shared or static:
         # a fresh folder in the scratch area, made with no link followed (the build could have replaced
@@ -190,14 +187,12 @@ def exercise(root: Path, target: Target, artifacts: list[dict], toolchain: Toolc
             why = f"no folder for crossbuild's probes: {toolchain.scratch.name}/ is not a real folder ({e})"
             return probes + [ProbeRun(a["kind"], a["path"], skipped=why) for a in shared + static]
         work = toolchain.workspace / rel
-    for a in shared[:MAX_PER_KIND]:
-        probes.append(_load(runner, a, toolchain, build_box, work))
-    for a in static[:MAX_PER_KIND]:
-        probes.append(_link(runner, a, [s["path"] for s in static if s is not a], toolchain, build_box, work))
+    probes += [_load(runner, a, toolchain, build_box, work) for a in shared[:MAX_PER_KIND]]
+    probes += [_link(runner, a, [s["path"] for s in static if s is not a], toolchain, build_box, work)
+               for a in static[:MAX_PER_KIND]]
     left = len(executables) + len(shared) + len(static) - len(probes)
     if left > 0:
-        probes.append(ProbeRun("more", "", skipped=f"{left} more products not probed (at most {MAX_PER_KIND} "
-                                                    "of each kind)"))
+        probes.append(ProbeRun("more", "", skipped=f"{left} more products not probed (at most {MAX_PER_KIND} a kind)"))
     return probes
 
 
