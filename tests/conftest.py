@@ -65,7 +65,7 @@ def forget_cached_dependencies(root: Path) -> None:
 
 def outcome_of(stdout: str) -> dict:
     """The outcome `crossbuild build --json` ends with ({} when there is none): the evaluation's own reading."""
-    from crossbuild.evaluation.runner import outcome_from
+    from crossbuild.agent.events import outcome_from
 
     return outcome_from(stdout) or {}
 

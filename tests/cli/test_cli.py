@@ -223,6 +223,21 @@ def test_bench_web_prints_how_fast_a_long_run_is_served():
     assert "run page:" in r.stdout and "page + whole story (event stream to its end): median" in r.stdout
 
 
+@pytest.mark.slow
+def test_bench_versus_hand_prints_each_sides_time_and_phases(tmp_path):
+    """examples/libcalc, one round: configure, build, install and ctest by hand beside `crossbuild build` to
+    VERIFIED, each side's phases, the ratio, and the Markdown page asked for."""
+    manifest = EXAMPLE.parents[1] / "corpus" / "examples" / "libcalc.toml"
+    r = cb("bench-versus-hand", str(manifest), "--rounds", "1", "--out", str(tmp_path / "versus-hand.md"),
+           cwd=tmp_path, timeout=1200)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "round 1: by hand" in r.stdout and "(tests passed)" in r.stdout and "(verified, tested)" in r.stdout
+    page = (tmp_path / "versus-hand.md").read_text()
+    row = next(line for line in page.splitlines() if line.startswith("| libcalc | cmake | 1 |"))
+    ratio = float(row.split("|")[6])
+    assert ratio > 0 and '"configure"' in page and '"test"' in page and '"verdict: clean rebuild"' in page
+
+
 def test_build_refuses_bad_models_before_doing_anything(tmp_path):
     r = cb("build", str(EXAMPLE), "-t", "aarch64-linux-musl", "-m", "gpt5", "--db", str(tmp_path / "r.db"),
            cwd=tmp_path, timeout=60)

@@ -3,6 +3,7 @@ renders them now, the web page later."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,3 +30,16 @@ def progress(note: Note, step: int) -> Event:
     """What a long call is doing (foundation.progress), as the renderers take it; STEP 0 is before the first."""
     return Event("progress", {"step": step, "message": note.text(), "phase": note.message, "done": note.done,
                               "total": note.total})
+
+
+def outcome_from(stdout: str) -> dict[str, Any] | None:
+    """The outcome `crossbuild build --json` ends with (its last {"event": "outcome"} line)."""
+    found = None
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "outcome":
+            found = event.get("data")
+    return found

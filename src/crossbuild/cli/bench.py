@@ -92,3 +92,44 @@ def bench_web(calls: int = typer.Option(500, "--calls", min=1), repeats: int = t
     console.print(f"  [bold]page + whole story (event stream to its end): median "
                   f"{r.page_median_ms + r.stream_median_ms:.1f} ms[/] (goal < 200 ms; stream runs: "
                   + ", ".join(f"{x:.1f}" for x in r.stream_ms) + ")")
+
+
+# one project of each build system, each buildable with its standard steps and with a test suite
+VERSUS_HAND = ("corpus/dev/json-c.toml", "corpus/population/serd.toml", "corpus/dev-sample/ivykis.toml",
+               "corpus/dev/bzip2.toml")
+
+
+@app.command("bench-versus-hand")
+def bench_versus_hand(
+    manifests: list[str] = typer.Argument(None, help="Project manifests (default: a CMake, a Meson, an autotools "
+                                                     "and a plain-Make project of the corpora)."),
+    target: str = typer.Option("aarch64-linux-musl", "--target", "-t"),
+    rounds: int = typer.Option(3, "--rounds", min=1),
+    out: str = typer.Option(None, "--out", help="Also write the figures to this Markdown file."),
+) -> None:
+    """Time to VERIFIED with `crossbuild build` against the same build, install and tests by hand, alternating."""
+    import subprocess
+    from pathlib import Path
+
+    from crossbuild.benchmarks import versus_hand
+    from crossbuild.evaluation.corpus import CorpusError, load
+
+    t = target_from(target)
+    try:
+        projects = [p for m in manifests or VERSUS_HAND for p in load(m)]
+    except CorpusError as e:
+        fail(str(e))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    console.print(f"{len(projects)} projects for {t.name}, {rounds} rounds each, by hand and crossbuild alternating")
+    try:
+        results = versus_hand.run([(p.name, p.source_spec(), p.build_system) for p in projects], t, rounds=rounds,
+                                  progress=console.print)
+    except (workspace.SourceError, RuntimeError, OSError, subprocess.SubprocessError) as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    text = versus_hand.report(results, t, commit or "unknown")
+    console.print(text, markup=False, highlight=False)
+    ratios = [b.ratio for b in results]
+    console.print(f"[bold]median ratio over the projects: {statistics.median(ratios):.2f}[/] (goal <= 1.15)")
+    if out:
+        Path(out).write_text(text + f"\nMedian ratio over the projects: {statistics.median(ratios):.2f}\n")

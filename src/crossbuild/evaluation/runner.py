@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from crossbuild import __version__
+from crossbuild.agent.events import outcome_from
 from crossbuild.evaluation import run_record
 from crossbuild.evaluation.artifact_names import linux_style_names
 from crossbuild.evaluation.corpus import Project, fetch
@@ -140,19 +141,6 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
             "tokens": usage.get("input_tokens", 0) + usage.get("output_tokens", 0), "cost_usd": outcome["cost_usd"],
             "wall_s": round(time.monotonic() - start, 2), "workspace": outcome.get("workspace"),
             "kb_attached": outcome.get("kb_attached", [])}
-
-
-def outcome_from(stdout: str) -> dict[str, Any] | None:
-    """The outcome `crossbuild build --json` ends with (its last {"event": "outcome"} line)."""
-    found = None
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("event") == "outcome":
-            found = event.get("data")
-    return found
 
 
 def success_levels(project: Project, outcome: dict[str, Any], db: Path, ws: Path,
