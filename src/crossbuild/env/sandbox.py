@@ -414,18 +414,16 @@ class BubblewrapSandbox(Sandbox):
         ordinary = self.ordinary_user or os.geteuid() == 0
         if (ordinary, handler) == (self.ordinary_user, self.exec_handler):
             return self
-        box = BubblewrapSandbox(rw_paths=self.rw_paths, ro_paths=self.ro_paths, bwrap=self.bwrap,
-                                ordinary_user=ordinary, loader_roots=loader_roots or self.loader_roots,
-                                exec_handler=handler)
-        box.watch = self.watch
-        return box
+        return self._variant(ordinary, loader_roots or self.loader_roots, handler)
 
     def starting_target_programs(self, exec_handler: str | None) -> Sandbox:
         if not exec_handler or not exec_handlers_work(self.bwrap):
             return self
+        return self._variant(self.ordinary_user, self.loader_roots, exec_handler)
+
+    def _variant(self, ordinary_user: bool, loader_roots: Sequence[Path], exec_handler: str | None) -> Sandbox:
         box = BubblewrapSandbox(rw_paths=self.rw_paths, ro_paths=self.ro_paths, bwrap=self.bwrap,
-                                ordinary_user=self.ordinary_user, loader_roots=self.loader_roots,
-                                exec_handler=exec_handler)
+                                ordinary_user=ordinary_user, loader_roots=loader_roots, exec_handler=exec_handler)
         box.watch = self.watch
         return box
 
