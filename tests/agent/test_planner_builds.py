@@ -1565,7 +1565,7 @@ def test_a_header_only_dependency_is_installed_into_the_prefix_and_found(tmp_pat
     assert (tmp_path / "prefix" / "include" / "hdr.h").is_file()
 
 
-GENERATOR_MAKEFILE = """PREFIX ?= /usr/local
+TARGET_GENERATOR_MAKEFILE = """PREFIX ?= /usr/local
 all: libtab.a
 gen: gen.c
 \t$(CC) -o gen gen.c
@@ -1595,7 +1595,7 @@ def test_a_generator_the_build_compiles_for_the_target_and_runs_runs_under_the_e
     code, and the clean rebuild replays it the same way. The generator writes its own machine into the table: the
     test on the target checks it came from there."""
     src = _project(tmp_path / "tab", {
-        "Makefile": GENERATOR_MAKEFILE,
+        "Makefile": TARGET_GENERATOR_MAKEFILE,
         "gen.c": "#include <stdio.h>\nint main(void) {\n#if defined(__aarch64__)\n  puts(\"#define TAB_ARCH 64\");\n"
                  "#else\n  puts(\"#define TAB_ARCH 0\");\n#endif\n  return 0;\n}\n",
         "tab.c": "#include \"table.h\"\nint tab_arch(void) { return TAB_ARCH; }\n",

@@ -76,7 +76,8 @@ def test_a_test_framework_the_project_drops_its_tests_without_is_built_and_the_t
         "yanglike.c": "int yanglike_depth(const char *p) { int n = 0; for (; *p; p++) n += *p == '/'; return n; }\n",
         "utest_depth.c": UNIT,
     })
-    r, out = _build(tmp_path, str(src), "aarch64-linux-gnu")
+    # a prefix of its own: the shared one may hold cmocka from an earlier run, and nothing would be missing
+    r, out = _build(tmp_path, str(src), "aarch64-linux-gnu", "--prefix", str(tmp_path / "prefix"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "tests turned on (off by default): -DENABLE_TESTS=ON" in out["message"], out["message"]
     assert "the tests looked for CMOCKA" in out["message"], out["message"]
