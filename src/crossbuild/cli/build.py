@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -155,6 +156,10 @@ def _build_one(start: Callable[..., tuple[RunOutcome, RunContext]], mode: str, r
                                       on_interrupt=interrupted, poll_s=0.2)
     except Exception as e:  # reported below, after the spinner stops
         error = e
+    if cancel.is_set():
+        # cancelled: the run has wound down, and more Ctrl-C presses must not break the exit's own cleanup (a
+        # finalizer removing a sandbox's folder printed a KeyboardInterrupt traceback)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     show.close()
     if isinstance(error, workspace.SourceError | ModelConfigError | NotResumable | sandbox.NoSandbox):
         err.print(f"[red]error:[/] {error}")
