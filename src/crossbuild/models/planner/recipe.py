@@ -19,6 +19,7 @@ _LOOKUP = re.compile(r"^(?P<name>[A-Za-z][\w.+-]*?)_(DIR|INCLUDE_DIRS?|INCLUDE_P
                      r"LIBRARIES|LIB)$", re.IGNORECASE)
 _TEST_DEPENDENCIES = 3  # the most test-only dependencies built for one project
 
+
 class RecipeFacts(PlannerParts):
     """The handlers of build_status's answers."""
 
