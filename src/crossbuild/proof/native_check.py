@@ -20,6 +20,7 @@ import platform
 import re
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +71,12 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
         for r in failing:
             r.why = f"{r.why}; not rechecked for {native.name}: a Makefile's test goal runs for the target only"
         return
-    built = _built_natively(root, toolchain, steps, source, edits, like, native, provide_dependencies)
+    built = _built_natively(root, toolchain, steps, source, edits, like, native, provide_dependencies, "native-")
     if isinstance(built, str):
         for r in failing:
             r.why = f"{r.why}; not reproduced: {built}"
         return
-    second, fresh, native_root = built
+    fresh, native_root, box, log_dir, deps = built.toolchain, built.root, built.box, built.log_dir, built.deps
     wanted = {r.path for r in failing}
     by_harness = failing[0].harness is not None  # the same harness runs there (its tests are named, not paths)
     artifacts = []
@@ -83,9 +84,6 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
     for a in scan_tree(native_root, prune=own).artifacts:
         if a.kind == "shared_library" or a.path in wanted or (by_harness and a.kind == "executable"):
             artifacts.append({**a.to_dict(), "ok": not check_artifact(a, native)})
-    box = test_program_box(second.box, native)
-    log_dir = Path(tempfile.mkdtemp(prefix="native-", dir=fresh.logs))
-    deps = [str(d) for d in (fresh.prefix / "lib", fresh.prefix / "lib64") if d.is_dir()]
     runs = (harness_runs(native_root, native, artifacts, fresh, box, timeout_s, log_dir, deps) if by_harness else
             smoke_runs(native_root, native, artifacts, box, timeout_s, log_dir, deps, source=fresh.workspace / source,
                        own_folders=own, within=fresh.workspace))
@@ -99,11 +97,21 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
                             timeout_s, log_dir)
 
 
+@dataclass
+class _NativeBuild:
+    """The build replayed for the build machine, ready to run its programs."""
+    toolchain: Toolchain
+    root: Path  # its folder matching the target build's ROOT
+    box: Sandbox  # runs the build machine's programs
+    log_dir: Path  # a fresh folder for those runs' logs
+    deps: list[str]  # its dependencies' library folders
+
+
 def _built_natively(root: Path, toolchain: Toolchain, steps: Sequence[BuildStep], source: str, edits: Sequence[str],
-                    like: Sandbox, native: Target, provide_dependencies: DependencyProvider | None
-                    ) -> tuple[Any, Toolchain, Path] | str:
-    """The build replayed for the build machine NATIVE (its dependencies built for it first): the second build,
-    its toolchain and its folder matching ROOT; else why it could not be had."""
+                    like: Sandbox, native: Target, provide_dependencies: DependencyProvider | None, logs: str
+                    ) -> _NativeBuild | str:
+    """The build replayed for the build machine NATIVE (its dependencies built for it first), with a log folder
+    named LOGS...; else why it could not be had."""
     prefix = None
     if provide_dependencies is not None:
         prefix = toolchain.workspace / ".xbuild" / "native-prefix"  # out of the builds' reach, like .xbuild/native
@@ -117,7 +125,10 @@ def _built_natively(root: Path, toolchain: Toolchain, steps: Sequence[BuildStep]
     native_root = second.toolchain.workspace / root.relative_to(toolchain.workspace)
     if native_root.is_symlink() or not native_root.is_dir():  # the second build may have left a link to host files
         return f"the build for {native.name} left no build folder"
-    return second, second.toolchain, native_root
+    fresh = second.toolchain
+    return _NativeBuild(fresh, native_root, test_program_box(second.box, native),
+                        Path(tempfile.mkdtemp(prefix=logs, dir=fresh.logs)),
+                        [str(d) for d in (fresh.prefix / "lib", fresh.prefix / "lib64") if d.is_dir()])
 
 
 def recheck_probes(probes: Sequence[ProbeRun], root: Path, toolchain: Toolchain, steps: Sequence[BuildStep],
@@ -131,15 +142,13 @@ def recheck_probes(probes: Sequence[ProbeRun], root: Path, toolchain: Toolchain,
     native = build_machine_target(toolchain.target)
     if not crashed or native is None or not root.is_relative_to(toolchain.workspace):
         return
-    built = _built_natively(root, toolchain, steps, source, edits, like, native, provide_dependencies)
+    built = _built_natively(root, toolchain, steps, source, edits, like, native, provide_dependencies,
+                            "native-probes-")
     if isinstance(built, str):
         for p in crashed:
             p.why = f"{p.why}; not reproduced: {built}"
         return
-    second, fresh, native_root = built
-    box = test_program_box(second.box, native)
-    log_dir = Path(tempfile.mkdtemp(prefix="native-probes-", dir=fresh.logs))
-    deps = [str(d) for d in (fresh.prefix / "lib", fresh.prefix / "lib64") if d.is_dir()]
+    native_root, box, log_dir, deps = built.root, built.box, built.log_dir, built.deps
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", **({"LD_LIBRARY_PATH": ":".join(deps)} if deps else {})}
     for p in crashed:
         try:  # the plain file the build made there, for this machine, not a link a run left in its place
