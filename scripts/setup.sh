@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(qemu-user qemu-user-static bubblewrap cmake make gcc g++ pkgconf autoconf automake autotools-dev libtool libtool-bin file dpkg-dev llvm
           libc6-arm64-cross libc6-riscv64-cross libc6-armhf-cross openssl
+          ccache  # the workspace's compile cache: the clean rebuild takes the first build's objects (compile_cache.py)
           chromium)  # chromium: the web page's browser tests (driven headless by Playwright)
 missing=()
 for p in "${PACKAGES[@]}"; do

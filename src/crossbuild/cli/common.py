@@ -146,7 +146,7 @@ def print_report(report: VerifyReport, as_json: bool) -> None:
                       highlight=False)
     if report.rebuild:
         status = "[green]passed[/]" if report.rebuild["ok"] else f"[red]failed[/]: {report.rebuild['error']}"
-        console.print(f"clean rebuild: {status}")
+        console.print(f"clean rebuild: {status}{report.compiles_reused()}")
     if report.smoke_runs:
         title = (f"the project's tests, run by {report.harness} on the target" if report.harness
                  else "test programs run under qemu")

@@ -632,8 +632,12 @@ def _chown_nobody(path: Path) -> None:
 
 def for_toolchain(toolchain: Toolchain, backend: str = "auto") -> Sandbox:
     """The sandbox every build command of a workspace goes through (backend: auto | bubblewrap | none): the
-    workspace writable; its .xbuild/, the per-target prefix and the shared zig cache read-only."""
-    return _make([toolchain.workspace], [toolchain.xbuild, toolchain.prefix, toolchain.zig_cache], backend)
+    workspace writable; its .xbuild/, the per-target prefix and the shared zig cache read-only. A clean rebuild
+    writes its first build's compile cache too (second_build.py checked it is a folder of that workspace)."""
+    rw = [toolchain.workspace]
+    if not toolchain.ccache_dir.is_relative_to(toolchain.workspace):
+        rw.append(toolchain.ccache_dir)
+    return _make(rw, [toolchain.xbuild, toolchain.prefix, toolchain.zig_cache], backend)
 
 
 def for_tree(root: str | Path, backend: str = "auto") -> Sandbox:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from crossbuild.env import build_tools, cxx_runtime, musl_sysroot, zigcache
+from crossbuild.env import build_tools, compile_cache, cxx_runtime, musl_sysroot, zigcache
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.progress import NoteFn
 from crossbuild.foundation.targets import Target
@@ -86,6 +86,19 @@ def default_prefix(target: Target) -> Path:
     return host.cache_root() / "prefix" / target.name
 
 
+def own_folder(workspace: Path, rel: str) -> Path:
+    """WORKSPACE/REL as a real folder, made when missing: a link or file a build left there is removed first,
+    never followed (the sandbox binds what is there by name)."""
+    try:
+        with safefs.open_dir(workspace, rel, create=True):
+            pass
+    except safefs.UnsafePath:
+        safefs.remove_tree(workspace, rel)
+        with safefs.open_dir(workspace, rel, create=True):
+            pass
+    return workspace / rel
+
+
 @dataclass(frozen=True)
 class Toolchain:
     target: Target
@@ -98,6 +111,7 @@ class Toolchain:
     # variables passed through from their environment
     extra_args: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     passthrough: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    compile_cache: Path | None = None  # another workspace's (the clean rebuild's first build); None: its own
 
     @classmethod
     def for_target(cls, target: Target, workspace: str | Path, *, prefix: str | Path | None = None,
@@ -133,6 +147,11 @@ class Toolchain:
         """What builds may write besides the project: HOME, TMPDIR, the wrappers' log, the zig cache layer.
         `.xbuild/` itself is read-only inside the sandbox; crossbuild never reads anything back from here."""
         return self.workspace / SCRATCH
+
+    @property
+    def ccache_dir(self) -> Path:
+        """The compile cache (compile_cache.py) this workspace's builds read and write."""
+        return self.compile_cache or self.scratch / "ccache"
 
     @property
     def home(self) -> Path:
@@ -220,14 +239,8 @@ class Toolchain:
         for d in (XBUILD, f"{XBUILD}/bin", f"{XBUILD}/logs"):  # a link here is an error, never followed
             with safefs.open_dir(self.workspace, d, create=True):
                 pass
-        for d in (SCRATCH, f"{SCRATCH}/home", f"{SCRATCH}/tmp"):  # the build's own: whatever it left is reset
-            try:
-                with safefs.open_dir(self.workspace, d, create=True):
-                    pass
-            except safefs.UnsafePath:
-                safefs.remove_tree(self.workspace, d)
-                with safefs.open_dir(self.workspace, d, create=True):
-                    pass
+        for d in (SCRATCH, f"{SCRATCH}/home", f"{SCRATCH}/tmp", f"{SCRATCH}/ccache"):
+            own_folder(self.workspace, d)  # the build's own: whatever it left is reset
         self.prefix.mkdir(parents=True, exist_ok=True)
         self.zig_cache.mkdir(parents=True, exist_ok=True)
         self._write_wrappers()
@@ -278,6 +291,9 @@ class Toolchain:
             tools.update({"zwindres": "windres", "zdlltool": "dlltool"})
         for name, tool in tools.items():
             self._write(self.bindir / name, self._wrapper_script(tool), executable=True)
+        for name, script in compile_cache.shims(self.zig).items():
+            self._write(self.bindir / name, script, executable=True)
+        self._write(self.xbuild / "ccache.conf", "")  # read-only to builds: the cache's settings are ours
         # Names autotools (AC_CHECK_TOOL) and Makefiles look for; plain ld/nm stay the host's, since the host
         # compiler's own linker lookups must keep working (plain cc/gcc: below).
         aliases = {"ar": "zar", "ranlib": "zranlib", "strip": "zstrip", "objcopy": "zobjcopy"}
@@ -453,6 +469,7 @@ class Toolchain:
             "CROSSBUILD_HOST_TRIPLE": t.autotools_host,
             "CROSSBUILD_PREFIX": str(self.prefix),
             "CROSSBUILD_WRAP_LOG": str(self.scratch / "wrappers.log"),
+            **compile_cache.environment(self.ccache_dir, self.workspace, self.zig, self.xbuild / "ccache.conf"),
         }
         if runtime := cxx_runtime.available(t, self.zig):
             v["CROSSBUILD_SHARED_CXX_RUNTIME"] = str(runtime)

@@ -658,6 +658,14 @@ def _record_outputs(record: str, outputs: list[str]) -> None:
         pass
 
 
+def through_compile_cache(command: list[str], bindir: str, ccache: str | None) -> list[str]:
+    """A zig compile of sources to objects (`zig cc ... -c`) run by CCACHE (the workspace's compile cache,
+    compile_cache.py) through the toolchain's `zig-cc`/`zig-c++`; anything else as it is."""
+    if not ccache or len(command) < 2 or command[1] not in ("cc", "c++") or "-c" not in command:
+        return command
+    return [ccache, os.path.join(bindir, f"zig-{command[1]}"), *command[2:]]
+
+
 def main(argv: list[str]) -> int:
     """argv: zigwrap.py TOOL ZIG ZIG_TARGET ARCH FORMAT BINDIR -- ARGS..., or zigwrap.py for-build COMPILER RECORD --
     ARGS... (the build machine's compiler, recording what it wrote)."""
@@ -678,7 +686,8 @@ def main(argv: list[str]) -> int:
         return 0
     placeholders = any(a.startswith("\0") for cmd in plan.commands for a in cmd)
     if len(plan.commands) == 1 and not placeholders:
-        os.execv(plan.commands[0][0], plan.commands[0])  # the common case: no wrapper process left behind
+        command = through_compile_cache(plan.commands[0], bindir, os.environ.get("CROSSBUILD_CCACHE"))
+        os.execv(command[0], command)  # the common case: no wrapper process left behind
     tmp = tempfile.mkdtemp(prefix="zigwrap-") if placeholders else None
     try:
         for name, target in plan.symlinks.items():

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from crossbuild.env import compile_cache
 from crossbuild.env.recipes import BuildStep
-from crossbuild.env.sandbox import Sandbox
+from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
+from crossbuild.foundation.progress import Note
 from crossbuild.proof.artifacts import ScanResult, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS
 from crossbuild.proof.second_build import build_again
@@ -68,17 +70,23 @@ def clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sour
     last = _last_rebuild(toolchain)
     fresh_ws = original_ws / ".xbuild" / "rebuild"
     reused = last.get("inputs") == inputs and safefs.is_dir(original_ws, Path(".xbuild", "rebuild", rel_root))
+    compiles = None
     if reused:
         fresh, not_copied = replace(toolchain, workspace=fresh_ws), list(last.get("not_copied") or [])
+        compiles = last.get("compiles")
     else:
         safefs.remove_tree(toolchain.xbuild, RECORD)  # the rebuild about to be made replaces the one it describes
+        if box is not None:  # what the rebuild takes from the first build's compiles is counted (compile_cache)
+            _compile_cache(box, toolchain, compile_cache.ZERO)
         second = build_again(toolchain, steps, source, edits, box, into="rebuild")
         fresh, fresh_ws, not_copied = second.toolchain, second.workspace, second.not_copied
+        if box is not None:
+            compiles = compile_cache.counts(_compile_cache(box, toolchain, compile_cache.PRINT))
         if second.error:
             return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
-                    "not_copied": not_copied, "error": second.error}
-        safefs.write_atomic(toolchain.xbuild, RECORD, json.dumps({"inputs": inputs,
-                                                                  "not_copied": not_copied}).encode())
+                    "not_copied": not_copied, "error": second.error, "compiles": compiles}
+        safefs.write_atomic(toolchain.xbuild, RECORD, json.dumps({"inputs": inputs, "not_copied": not_copied,
+                                                                  "compiles": compiles}).encode())
     linked = LINKED_KINDS
     rebuilt = {a.path for a in scan_outputs(fresh_ws / rel_root, fresh).artifacts if a.kind in linked}
     original = {a.path for a in scan_outputs(root, toolchain).artifacts if a.kind in linked}
@@ -88,9 +96,21 @@ def clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sour
     missing = [p for p in missing if p not in ran]
     ok = bool(rebuilt) and not missing
     return {"ok": ok, "steps": [str(s) for s in steps], "workspace": str(fresh_ws), "artifacts": len(rebuilt),
-            "not_copied": not_copied, "reused": reused,
+            "not_copied": not_copied, "reused": reused, "compiles": compiles,
             "error": None if ok else ("rebuild produced no binaries" if not rebuilt
                                       else f"rebuild lacks {', '.join(missing[:5])}")}
+
+
+def _compile_cache(box: Sandbox, toolchain: Toolchain, option: str) -> str:
+    """What the workspace's ccache printed for OPTION, run in the build's sandbox (the folder is the build's)."""
+    env = toolchain.env.as_dict()
+    if not env.get(compile_cache.PROGRAM_VARIABLE):
+        return ""
+    name = f"ccache-{len(os.listdir(toolchain.logs)) if toolchain.logs.is_dir() else 0:04d}.log"
+    res = box.run([env[compile_cache.PROGRAM_VARIABLE], option], cwd=toolchain.workspace, env=env,
+                  log_path=toolchain.logs / name, limits=Limits(timeout_s=60, max_output_bytes=1 << 20),
+                  phase=Note(f"compile cache {option}"))
+    return safefs.read_text(toolchain.logs, name, max_bytes=2 << 20) if res.ok else ""
 
 
 def _inputs(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, edits: Sequence[str]) -> str:

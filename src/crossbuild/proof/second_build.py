@@ -20,7 +20,7 @@ from pathlib import Path
 from crossbuild.env import musl_sysroot, sandbox
 from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Sandbox
-from crossbuild.env.toolchain import Toolchain
+from crossbuild.env.toolchain import Toolchain, own_folder
 from crossbuild.env.workspace import PRISTINE
 from crossbuild.foundation import host, safefs
 from crossbuild.foundation.targets import Target
@@ -64,7 +64,13 @@ def build_again(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, e
     copied = safefs.copy_tree(base, source, original_ws, rel / source)
     if base == pristine:
         _lay_over(original_ws, fresh_ws, [e for e in edits if Path(e).is_relative_to(source)])
-    fresh = replace(toolchain, workspace=fresh_ws)  # same settings, new place
+    # same settings, new place; the same target's compiles take the first build's objects where they are the same
+    # (compile_cache.py), from a real folder of that workspace, never a link a build left there
+    same = target is None or target == toolchain.target
+    ccache = toolchain.ccache_dir
+    if same and ccache.is_relative_to(original_ws):
+        ccache = own_folder(original_ws, str(ccache.relative_to(original_ws)))
+    fresh = replace(toolchain, workspace=fresh_ws, compile_cache=ccache if same else None)
     renames = {str(original_ws): str(fresh_ws)}
     if target is not None and target != toolchain.target:
         fresh = replace(fresh, target=target, prefix=prefix or fresh_ws / ".xbuild" / "no-dependencies",

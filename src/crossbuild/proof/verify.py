@@ -150,9 +150,18 @@ class VerifyReport:
         if self.rebuild:
             lines.append(f"  clean rebuild: {'passed' if self.rebuild['ok'] else self.rebuild['error']}"
                          + (" (the last verify's, made from the same steps, edits and prefix: not made again)"
-                            if self.rebuild.get("reused") else ""))
+                            if self.rebuild.get("reused") else "")
+                         + self.compiles_reused())
         lines += [f"  - {reason}" for reason in self.reasons[:limit]]
         return "\n".join(lines)
+
+    def compiles_reused(self) -> str:
+        """What the clean rebuild took from the first build's compile cache, as a clause ("" when unknown)."""
+        c = (self.rebuild or {}).get("compiles")
+        if not c:
+            return ""
+        return (f"; {c['reused']} of {c['reused'] + c['compiled']} compiles the same as the first build's, "
+                f"taken from its compile cache")
 
 
 def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = None,
