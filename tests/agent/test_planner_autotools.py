@@ -1,9 +1,13 @@
-"""`crossbuild build` with the offline planner on autotools sources that ship no configure script, as a user runs
-it: what stops `autoreconf -fi` before any compiler runs, and what configure finds that the target cannot give."""
+"""`crossbuild build` with the offline planner on autotools sources, as a user runs it: what stops `autoreconf -fi`
+(the sources that ship no configure script, and releases made with another automake), and what configure finds
+that the target cannot give."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -33,6 +37,37 @@ def test_automake_wanting_a_changelog_the_release_lacks_gets_an_empty_one_as_deb
     assert "automake-gnu-files-missing" in out["message"], out["message"]
     assert (tmp_path / "ws" / "src" / "ChangeLog").read_text() == ""
     assert not (src / "ChangeLog").exists()
+
+
+@pytest.mark.slow
+def test_a_release_another_automake_made_is_made_again_when_make_reruns_automake(tmp_path):
+    """A release whose aclocal.m4 automake 1.16.1 made, and whose Makefile.am a patch left newer than Makefile.in:
+    make's own rule reruns automake, and the automake here refuses the old aclocal.m4 (`error: version mismatch`).
+    The planner makes the build system again with autoreconf -fi, as Debian's dh_autoreconf does, configures again,
+    and the project's test runs on the target."""
+    src = _project(tmp_path / "old", {
+        "configure.ac": "AC_INIT([old], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\nAC_PROG_RANLIB\n"
+                        "AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
+        "Makefile.am": "lib_LIBRARIES = libold.a\nlibold_a_SOURCES = old.c\ncheck_PROGRAMS = old_test\n"
+                       "old_test_SOURCES = old_test.c\nold_test_LDADD = libold.a\nTESTS = old_test\n",
+        "old.c": "int old(void) { return 7; }\n",
+        "old_test.c": "int old(void);\nint main(void) { return old() == 7 ? 0 : 1; }\n",
+    })
+    subprocess.run(["autoreconf", "-fi"], cwd=src, check=True, capture_output=True)
+    version = re.search(r"AM_AUTOMAKE_VERSION\(\[([\d.]+)\]\)", (src / "aclocal.m4").read_text())[1]
+    assert version != "1.16.1"
+    # what the same release made with automake 1.16.1 says; then its files dated as a tarball, Makefile.am newer
+    (src / "aclocal.m4").write_text((src / "aclocal.m4").read_text().replace(version, "1.16.1"))
+    shutil.rmtree(src / "autom4te.cache")
+    for path in src.rglob("*"):
+        os.utime(path, (1_500_000_000, 1_500_000_000))
+    (src / "Makefile.am").write_text((src / "Makefile.am").read_text() + "# a patch\n")
+    r, out = _build(tmp_path, str(src), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
+    assert "automake-version-mismatch" in out["message"], out["message"]
+    assert f"AM_AUTOMAKE_VERSION([{version}])" in (tmp_path / "ws" / "src" / "aclocal.m4").read_text()
+    assert "1.16.1" in (src / "aclocal.m4").read_text()  # the user's source is untouched
 
 
 @pytest.mark.slow

@@ -35,7 +35,7 @@ MIN_RELATED_SCORE = 8.0
 ActionKind = Literal["cmake_args", "meson_args", "configure_args", "make_args", "cache_vars", "env", "disable_option",
                      "switch_system", "use_glibc", "patch", "dependency", "clean", "skip_test_goals",
                      "skip_doc_goals", "update_config_scripts", "system_option", "stub_file", "build_tool",
-                     "make_rule_switch", "cross_libtool"]
+                     "make_rule_switch", "cross_libtool", "regenerate"]
 _NEEDS = {"cmake_args": "args", "meson_args": "args", "configure_args": "args", "make_args": "args",
           "cache_vars": "args", "env": "args", "disable_option": "pattern", "switch_system": "system", "patch": "file",
           "dependency": "name", "system_option": "name", "stub_file": "file", "build_tool": "name",

@@ -4,6 +4,7 @@ options to turn off; and building again from configuring with them."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,9 @@ class Fixes(PlannerParts):
                     s.recipe[at:at] = [{"argv": ["cp", f".xbuild/autotools/{Path(p).name}", p], "cwd": ".",
                                         "phase": "fix", "env": {}} for p in s.config_scripts]
                     s.notes.append(f"replaced {', '.join(s.config_scripts)} with current ones")
+                elif kind == "regenerate" and s.system == "autotools" and (step := _regenerate(s.recipe)):
+                    at = restart_index(s.recipe)  # before configuring again (dh_autoreconf, then dh_auto_configure)
+                    s.recipe[at:at] = [step]
                 elif kind == "switch_system" and (to := _switch_to(action["system"], s.other_systems)):
                     # the named system (zlib: its own configure), else the source's other one (re2: its Makefile)
                     s.pending_switch = to
@@ -178,6 +182,17 @@ def _switch_to(wanted: str, others: list[str]) -> str | None:
     return next((o for o in ("configure", "autotools", "make", "meson", "cmake") if o in others), None)
 
 
+def _regenerate(recipe: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """`autoreconf -fi` in the folder of the recipe's configure script (the release's own build system made again
+    with the autotools here), or None when no step runs an autoconf configure."""
+    for step in recipe:
+        argv = step.get("argv") or []
+        if step.get("phase") == "configure" and argv and Path(argv[0]).name == "configure":
+            folder = os.path.normpath(os.path.join(step.get("cwd") or ".", os.path.dirname(argv[0])))
+            return {"argv": ["autoreconf", "-fi"], "cwd": folder, "phase": "fix", "env": {}}
+    return None
+
+
 def _describe(action: dict[str, Any]) -> str:
     kind = action["kind"]
     if kind.endswith("_args") or kind in ("cache_vars", "env"):
@@ -190,6 +205,8 @@ def _describe(action: dict[str, Any]) -> str:
         return f"turn on the Makefile's rule for {action['name']}"
     if kind == "debian_file":
         return f"wrote {action['file']} as debian/rules does"
+    if kind == "regenerate":
+        return "the build system made again with autoreconf -fi, as Debian's dh_autoreconf does"
     if kind == "cross_libtool":
         return "a libtool for the target, made with the toolchain's configure"
     if kind == "stub_file":
