@@ -95,3 +95,14 @@ endif
     assert d is not None and d.where == "src/meson.build:10" and d.missing == ()
     assert d.programs == ("bison-nowhere", "win_bison-nowhere", "byacc-nowhere")
     assert "programs looked for and not found: bison-nowhere" in d.summary()
+
+
+def test_a_library_looked_for_by_find_library_is_named_with_optional_lookups_before_it_left_out(tmp_path):
+    """`cc.find_library('ltdl', required : true)` after optional dependency() lookups that found nothing: Meson's
+    error names the library only in its message; the diagnosis names what the failing call looked for (the
+    library, which build_dependency resolves through Debian's index), never the optional lookups before it."""
+    d = _setup(tmp_path, "project('fl', 'c')\ncc = meson.get_compiler('c')\n"
+                         "opt = dependency('optional-nowhere', required : false)\n"
+                         "ltdl = cc.find_library('ltdl-nowhere', required : true)\n")
+    assert d is not None and d.where == "src/meson.build:4" and d.missing == ("ltdl-nowhere",)
+    assert d.failed.startswith("ltdl = cc.find_library(")

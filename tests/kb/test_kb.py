@@ -259,6 +259,20 @@ def test_a_missing_pkg_config_module_is_named_by_the_module_not_by_autoconfs_var
     assert m.entry.id == "pkg-config-module-missing" and [a.name for a in m.actions()] == [module]
 
 
+def test_optional_meson_lookups_that_found_nothing_are_not_offered_as_what_the_build_needs():
+    """Meson prints `Run-time dependency X found: NO` for every optional lookup and goes on; the build stopped
+    elsewhere (a find_library of a required library). Offering the optional modules built dependencies that left
+    the same error, round after round, until the run was stopped as stuck (real output of a Meson project,
+    Debian 12)."""
+    log = ("Run-time dependency dbus-1 found: NO  (tried pkg-config and cmake)\n"
+           "Run-time dependency sndfile found: YES 1.2.0\n"
+           "Run-time dependency libsystemd found: NO  (tried pkg-config and cmake)\n"
+           "Run-time dependency gtk+-3.0 found: NO  (tried pkg-config and cmake)\n\n"
+           "src/meson.build:648:16: ERROR: C shared or static library 'ltdl' not found\n")
+    offered = [g for m in KB.search(log) if m.entry.id == "pkg-config-module-missing" for g in m.groups]
+    assert offered == [], offered
+
+
 def test_a_module_already_tried_is_not_offered_again_under_its_normalised_name():
     """gjs (Debian 12), real Meson output: gobject-introspection-1.0 was offered and its build failed; the next
     search offered `gobject-introspection-N` (the name with its numbers normalised away), which no package

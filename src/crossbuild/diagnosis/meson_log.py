@@ -20,7 +20,7 @@ _OPTION_CALL = re.compile(r"\boption\(\s*'([^'\n]{1,200})'")
 _TYPE = re.compile(r"\btype\s*:\s*'(\w+)'")
 _GET_OPTION = re.compile(r"(\bnot\s+)?get_option\(\s*'([^']+)'\s*\)(\.(?:enabled|allowed|disabled|auto)\(\))?")
 _REQUIRED_BY = re.compile(r"required\s*:\s*(not\s+)?get_option\(\s*'([^']+)'\s*\)")
-_LOOKUP = re.compile(r"\b(dependency|has_header|check_header)\(\s*'([^']+)'")
+_LOOKUP = re.compile(r"\b(dependency|find_library|has_header|check_header)\(\s*'([^']+)'")
 _ASSIGNED = re.compile(r"^\s*(\w+)\s*=\s*dependency\(\s*'([^']+)'", re.MULTILINE)
 # `bison = find_program('bison', 'win_bison', required: false)`: the variable and the names, in order
 _PROGRAM = re.compile(r"^\s*(\w+)\s*=\s*find_program\(\s*((?:'[\w.+-]+'\s*,\s*)*'[\w.+-]+')", re.MULTILINE)
