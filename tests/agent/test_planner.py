@@ -386,6 +386,29 @@ def test_a_dependency_that_cannot_be_built_takes_the_diagnosed_switch_whoever_as
     assert "built without libfrob: GADGET_X=OFF (`if(GADGET_X)`)" in planner.state.notes
 
 
+def test_an_alternative_configure_went_on_past_is_built_when_the_nearest_cannot_be():
+    """Configure looked for several crypto backends, went on past each and then stopped: the one it looked for last
+    cannot be built, so the next it went on past is built instead (any one may do), without a configure between,
+    and only when none can be had is the feature given up."""
+    planner = Planner()
+    planner.tools = {"build_dependency": None}
+    planner.state.system, planner.state.phase = "autotools", "steps"
+    planner.state.recipe = [{"argv": ["../src/configure"], "cwd": "build", "phase": "configure", "env": {}}]
+    diagnosis = {"failed": 'as_fn_error $? "At least one crypto library should exist"', "where": "src/configure:9",
+                 "missing": ["libgnutls"], "alternatives": ["libgcrypt", "openssl"], "switches": []}
+    _configure_failed(planner, diagnosis)
+    assert _called(planner._decide()) == ("build_dependency", {"name": "libgnutls"})
+    for failed, nxt in (("libgnutls", "libgcrypt"), ("libgcrypt", "openssl")):
+        planner._observe(Message("tool", f"{failed}: failed", name="build_dependency", is_error=True,
+                                 data={"name": failed}))
+        assert _called(planner._decide()) == ("build_dependency", {"name": nxt})
+        assert not planner.state.pending_disable
+    planner._observe(Message("tool", "openssl: failed", name="build_dependency", is_error=True,
+                             data={"name": "openssl"}))
+    assert planner.state.pending_disable  # none of them: built without the feature, as before
+    assert any("building openssl instead" in n for n in planner.state.notes)
+
+
 def test_with_no_fix_left_the_sources_other_build_system_is_tried_debians_choice_first():
     planner = Planner()
     status = {"build_system": "cmake", "other_build_systems": ["meson", "configure", "autotools"],

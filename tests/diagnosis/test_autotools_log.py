@@ -140,6 +140,45 @@ def test_the_nearest_failed_check_that_names_something_is_what_is_missing(tmp_pa
     assert d is not None and d.missing == ("frob-nowhere",) and d.programs == ()
 
 
+# a library with several backends: each looked for in turn (a module, then the build machine's -config script and
+# a header), configure going on past each, a Windows-only one disabled, and one error after them all
+ANY_OF_AC = """AC_INIT([sealer], [1.0])
+AC_PROG_CC
+PKG_CONFIG=false
+AC_CHECK_HEADER([gtls-nowhere/gtls.h])
+AC_MSG_CHECKING([for ossl-nowhere])
+AS_IF([AC_RUN_LOG([$PKG_CONFIG --exists --print-errors "ossl-nowhere >= $MIN_VERSION"])], [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no])])
+AC_MSG_CHECKING([for libossl-nowhere])
+AS_IF([AC_RUN_LOG([$PKG_CONFIG --exists --print-errors "libossl-nowhere >= $MIN_VERSION"])], [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no])])
+AC_MSG_CHECKING([for libgcr-nowhere])
+AS_IF([AC_RUN_LOG([$PKG_CONFIG --exists --print-errors "libgcr-nowhere >= $MIN_VERSION"])], [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no])])
+AC_PATH_PROG([GCR_CONFIG], [pkg-config])
+AC_MSG_CHECKING([for mswincrypt])
+AC_MSG_RESULT([disabled])
+AC_MSG_CHECKING([for default crypto library])
+AC_MSG_ERROR([At least one crypto library should exist])
+AC_OUTPUT
+"""
+
+
+def test_dependencies_configure_went_on_past_before_its_error_are_alternatives_nearest_first(tmp_path):
+    """The nearest dependency is what is missing; those before it (one library under two names once) are
+    alternatives, back to the header check, whose default includes succeeded before it; the build machine's
+    -config script found and the backend this platform never has end nothing."""
+    d = _failed_configure(tmp_path, ANY_OF_AC)
+    assert d is not None and d.missing == ("libgcr-nowhere",) and d.programs == ()
+    assert d.alternatives == ("libossl-nowhere", "gtls-nowhere/gtls.h")
+    assert "or any one of these" in d.summary()
+
+
+def test_an_optional_failure_before_a_program_is_no_alternative(tmp_path):
+    d = _failed_configure(tmp_path, PROGRAM_AC)
+    assert d is not None and d.programs == ("manpager-nowhere",) and d.alternatives == ()
+
+
 def test_a_program_looked_for_on_path_before_the_error_is_a_program(tmp_path):
     """Not the optional module that failed before it, which the error is not about."""
     d = _failed_configure(tmp_path, PROGRAM_AC)

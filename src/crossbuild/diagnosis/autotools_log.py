@@ -22,7 +22,9 @@ _PKG_EXISTS = re.compile(r"\$PKG_CONFIG --exists --print-errors \"([^\"]+)\"")
 _GIVEN = re.compile(r"^# Check whether --(with|enable)-([\w.-]+) was given\.\n((?:.*\n){1,12}?)fi\b", re.MULTILINE)
 _HEADER = re.compile(r"^[\w./+-]+\.(h|hh|hpp)$")
 _PROGRAM = re.compile(r"^[A-Za-z][\w.+-]{0,63}$")
-_FAILED_RUN = 6  # the most checks of one run of failures read back from the error
+_FAILED_RUN = 60  # the most checks of one run of failures read back from the error
+# a result that is neither found nor failed: a backend this platform never has (a Windows-only one), passed over
+_PASSED_OVER = ("disabled",)
 
 
 def read(root: Path, log_rel: str, script_rel: str) -> Diagnosis | None:
@@ -40,20 +42,23 @@ def read(root: Path, log_rel: str, script_rel: str) -> Diagnosis | None:
     conditions = shell_blocks.enclosing_conditions(script, lineno)
     script_lines = script.splitlines()
     failed = script_lines[lineno - 1].strip() if 0 < lineno <= len(script_lines) else f"configure:{lineno}"
-    missing, programs = _looked_for(lines[:at])
+    missing, programs, alternatives = _looked_for(lines[:at])
     return Diagnosis(system="autotools", failed=failed[:200], where=f"{script_rel}:{lineno}", message=error[2][:300],
-                     missing=tuple(missing), programs=tuple(programs),
+                     missing=tuple(missing), programs=tuple(programs), alternatives=tuple(alternatives),
                      switches=tuple(_switches(conditions, script, script_rel)), record="config.log")
 
 
-def _looked_for(before: list[str]) -> tuple[list[str], list[str]]:
-    """What the failed check just before the error looked for: pkg-config modules or a header (a dependency), or a
+def _looked_for(before: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """What the failed checks just before the error looked for: pkg-config modules or a header (a dependency), or a
     program (AC_PATH_PROG: a check of one name that compiled nothing) or a Perl module the build machine's perl
     lacks (intltool's XML::Parser, whose check the error cuts short). A macro may try several ways before its
     error (AM_PATH_SDL2: pkg-config, then sdl2-config, then a version test): failed checks that name nothing are
-    passed over, back to the nearest that names something (never past one that succeeded, nor to an earlier
-    optional check that failed too). A dependency's own -config script is not a program the build machine lacks:
-    the target's comes with the dependency."""
+    passed over, back to the nearest that names something (never past one that succeeded). A dependency's own
+    -config script is not a program the build machine lacks, and finding the build machine's is not finding the
+    target's library. Third, the alternatives: dependencies that failed checks further back in the same run looked
+    for, nearest first. Configure went on past each of them, so none was required alone (a required one stops
+    configure right after its own check), and an error after them all may be about any one of them (crypto
+    backends: openssl, nss, gnutls, gcrypt)."""
     checks: list[tuple[str, list[str], str | None]] = []
     for line in before:  # one pass: each check, what ran for it, its result
         if not line.startswith("configure:"):
@@ -67,25 +72,44 @@ def _looked_for(before: list[str]) -> tuple[list[str], list[str]]:
             checks[-1] = (checks[-1][0], checks[-1][1], text.removeprefix("result: ").strip())
         elif checks:
             checks[-1][1].append(line)
+    named: list[list[str]] = []  # what each failed check that names a dependency looked for, nearest first
     for n, (check, body, result) in enumerate(reversed(checks[-_FAILED_RUN:])):
+        if result in _PASSED_OVER or check.endswith("-config"):
+            continue
         if result not in ("no", "not found") and not (n == 0 and result is None):  # the error cut the last short
             break
         modules = [m for line in body for found in _PKG_EXISTS.findall(line) for m in _modules(found)]
         if modules or _HEADER.match(check):
-            return list(dict.fromkeys(modules or [check])), []
+            named.append(list(dict.fromkeys(modules or [check])))
+            continue
+        if named:  # past the nearest dependency, only other dependencies count
+            continue
         module = check.removeprefix("perl module ")
         if build_tools.PERL_MODULE.match(module):  # intltool's `checking for XML::Parser`: one for perl here
-            return [], [module]
+            return [], [module], []
         if _PROGRAM.match(check) and not body and not check.endswith("-config"):
-            return [], [check]
-    return [], []
+            return [], [check], []
+    if not named:
+        return [], [], []
+    seen = {_library(m) for m in named[0]}
+    alternatives = []
+    for name in (m for names in named[1:] for m in names):
+        if _library(name) not in seen:  # one library under two names (gnutls, libgnutls) is tried once
+            seen.add(_library(name))
+            alternatives.append(name)
+    return named[0], [], alternatives
+
+
+def _library(name: str) -> str:
+    """The library a module or header names, for telling two names of one apart: libgnutls and gnutls."""
+    return re.sub(r"^lib|[\d.]+$|\.(h|hh|hpp)$", "", name.lower())
 
 
 def _modules(spec: str) -> list[str]:
     """pkg-config module names of a requirement list: `glib-2.0 >= 2.50 gio-2.0` -> glib-2.0, gio-2.0."""
     words = spec.replace(",", " ").split()
     return [w for i, w in enumerate(words) if not re.match(r"^[<>=!]+$", w) and not (
-        i and re.match(r"^[<>=!]+$", words[i - 1]))]
+        i and re.match(r"^[<>=!]+$", words[i - 1])) and not w.startswith("$")]  # $DEPS_PKGS: logged unexpanded
 
 
 def _option_aliases(script: str) -> dict[str, tuple[str, str]]:

@@ -42,6 +42,10 @@ class Diagnosis:
     # build-machine programs it looked for and did not find (a generator: bison or byacc), the first preferred, as
     # provide_build_tool takes names
     programs: tuple[str, ...] = ()
+    # dependencies earlier failed checks of the same run looked for, nearest first: configure went on past each, so
+    # none was required alone and the error may be about any one of them (crypto backends); tried in turn when
+    # what it looked for last cannot be built
+    alternatives: tuple[str, ...] = ()
     switches: tuple[Switch, ...] = field(default_factory=tuple)
     record: str = ""  # what it was read from: "CMake's trace", "config.log"
 
@@ -55,6 +59,9 @@ class Diagnosis:
                  + (f", called from {' <- '.join(reversed(self.chain))}" if self.chain else "")]
         if self.missing:
             lines.append(f"  looked for and not found: {', '.join(self.missing)} (build_dependency may build it)")
+        if self.alternatives:
+            lines.append(f"  or any one of these, looked for before it and gone on past: "
+                         f"{', '.join(self.alternatives)}")
         if self.programs:
             lines.append(f"  programs looked for and not found: {', '.join(self.programs)} (provide_build_tool "
                          "gives one)")

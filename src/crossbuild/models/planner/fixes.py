@@ -54,6 +54,25 @@ class Fixes(PlannerParts):
             s.feature_of[pattern] = name
             s.pending_disable.append(pattern)
 
+    def _next_alternative(self, name: str) -> bool:
+        """NAME, the dependency configure looked for last before its error, cannot be had: build the next one it
+        looked for before and went on past (any one may do: the diagnosis's alternatives), not yet tried, instead
+        of building without the feature. True when one is queued."""
+        s = self.state
+        if not s.alternatives or name.lower() != s.alternative_of.lower():
+            return False
+        tried = self._tried_dependencies()
+        while s.alternatives and "build_dependency" in self.tools:
+            nxt = s.alternatives.pop(0)
+            if nxt.lower() not in tried:
+                s.applied.add(action_key({"kind": "dependency", "name": nxt}))
+                s.pending_deps.append(nxt)
+                s.alternative_of = nxt
+                s.notes.append(f"{name} cannot be had; configure looked for {nxt} before it and went on past both "
+                               f"(any one may do): building {nxt} instead")
+                return True
+        return False
+
     def _apply_fixes(self, kb_entries: list[dict[str, Any]], kinds: frozenset[str] | None = None,
                      keep_tests: bool = False) -> bool:
         """Apply the entries' actions (only those of KINDS, when given; without arguments that turn tests off, when

@@ -188,7 +188,8 @@ class Planner(RecipeFacts, Remedies, BuildApart, Fixes):
             if result.name == "build_dependency" and result.data.get("own_files") and self._build_in_tree(
                     "the out-of-tree build's own parts did not find the project's own headers"):
                 return
-            if result.name == "build_dependency" and result.data.get("name"):
+            if result.name == "build_dependency" and result.data.get("name") and not self._next_alternative(
+                    result.data["name"]):
                 self._without_dependency(result.data["name"], keep=bool(result.data.get("keep_features")))
         elif result.name == "run_command" and s.phase == "steps":
             self._on_command(result)

@@ -89,6 +89,8 @@ class Remedies(PlannerParts):
                            "build machine")
         elif wanted and "build_dependency" in self.tools:
             action = {"kind": "dependency", "name": wanted[0]}
+            s.alternative_of = wanted[0]
+            s.alternatives = [a for a in diagnosis.get("alternatives") or [] if a.lower() not in tried]
             s.notes.append(f"{diagnosis['failed'][:120]} at {diagnosis['where']} looked for {wanted[0]}")
         elif switches:
             chosen = innermost(switches)

@@ -46,6 +46,10 @@ class PlannerState:
     pending_disable: list[str] = field(default_factory=list)  # option-name patterns waiting for build_status
     pending_system: list[str] = field(default_factory=list)  # dependencies whose choice option should say "system"
     feature_of: dict[str, str] = field(default_factory=dict)  # disable pattern -> the dependency it replaces
+    # the dependencies a diagnosis named as alternatives to ALTERNATIVE_OF (any one may do), tried in turn when it
+    # cannot be built, before building without it
+    alternatives: list[str] = field(default_factory=list)
+    alternative_of: str = ""
     source_dir: str = "src"  # the project's root folder (build_status's source_dir)
     in_tree: bool = False  # an autotools build moved into the source folder (_build_in_tree)
     config_scripts: list[str] = field(default_factory=list)  # the project's config.sub/config.guess copies
