@@ -71,6 +71,42 @@ def test_a_release_another_automake_made_is_made_again_when_make_reruns_automake
 
 
 @pytest.mark.slow
+def test_an_autotest_suite_is_listed_not_run_when_the_check_programs_are_built(tmp_path):
+    """The autoconf manual's autotest rules (`check-local: ... $(SHELL) '$(TESTSUITE)' $(TESTSUITEFLAGS)`) run the
+    whole suite on the build machine whatever TESTS says: building the check programs lists it instead (libtool's
+    ran for over 20 minutes there), and the project's test runs on the target."""
+    src = _project(tmp_path / "suited", {
+        "configure.ac": "AC_INIT([suited], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\nAC_PROG_RANLIB\n"
+                        "AC_CONFIG_TESTDIR([tests])\nAC_CONFIG_FILES([Makefile tests/Makefile tests/atlocal])\n"
+                        "AC_OUTPUT\n",
+        "Makefile.am": "SUBDIRS = . tests\nlib_LIBRARIES = libsuited.a\nlibsuited_a_SOURCES = suited.c\n"
+                       "check_PROGRAMS = suited_test\nsuited_test_SOURCES = suited_test.c\n"
+                       "suited_test_LDADD = libsuited.a\nTESTS = suited_test\n",
+        "suited.c": "int suited(void) { return 3; }\n",
+        "suited_test.c": "int suited(void);\nint main(void) { return suited() == 3 ? 0 : 1; }\n",
+        "tests/Makefile.am": "TESTSUITE = $(srcdir)/testsuite\nEXTRA_DIST = testsuite.at package.m4 $(TESTSUITE)\n"
+                             "check-local: atconfig atlocal $(TESTSUITE)\n"
+                             "\t$(SHELL) '$(TESTSUITE)' $(TESTSUITEFLAGS)\n",
+        "tests/atlocal.in": "",
+        "tests/testsuite.at": "AT_INIT\nAT_SETUP([the suite ran])\nAT_CHECK([echo ran], [0], [ran\n])\nAT_CLEANUP\n",
+        "tests/package.m4": "".join(f"m4_define([AT_PACKAGE_{k}], [{v}])\n" for k, v in (
+            ("NAME", "suited"), ("TARNAME", "suited"), ("VERSION", "1.0"), ("STRING", "suited 1.0"),
+            ("BUGREPORT", ""))),
+    })
+    # a release: its testsuite and configure made here, as `make dist` ships them
+    subprocess.run(["autom4te", "-l", "autotest", "-I", ".", "-o", "testsuite", "testsuite.at"], cwd=src / "tests",
+                   check=True, capture_output=True)
+    subprocess.run(["autoreconf", "-fi"], cwd=src, check=True, capture_output=True)
+    r, out = _build(tmp_path, str(src), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
+    logs = tmp_path / "ws" / ".xbuild" / "logs"
+    check = [f.read_text() for f in sorted(logs.glob("*-make.log")) if "TESTSUITEFLAGS=--list" in f.read_text()]
+    assert check and "testsuite.at:2" in check[0] and "the suite ran" in check[0], [f.name for f in logs.iterdir()]
+    assert "test was successful" not in check[0] and "Test results" not in check[0]
+
+
+@pytest.mark.slow
 def test_x86_port_io_that_musls_header_offers_elsewhere_is_configured_away(tmp_path):
     """musl installs <sys/io.h> on aarch64 too, and defines ioperm/outb only on x86: a project that tests for the
     header takes its port-I/O path and its program fails to link (`undefined reference: ioperm`). Configured with
