@@ -191,3 +191,28 @@ def test_rules_are_read_line_by_line_and_never_from_recipes_variables_or_define_
     started = time.monotonic()
     make_goal.rules("check x y z\n" * 200_000 + "a" * (1 << 20))
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.slow
+def test_a_test_goal_finds_the_shared_library_by_the_link_its_own_library_path_names(tmp_path):
+    """nettle's way: the library is built in the top folder, its soname only a link in a folder of its own
+    (`.lib/libnettle.so.8` -> `../libnettle.so`), which the test goal puts on LD_LIBRARY_PATH. The target's library
+    path crossbuild sets for target programs replaces the goal's, so it holds that folder too: the test runs
+    (it failed with `Error loading shared library`)."""
+    src = tmp_path / "linked"
+    src.mkdir()
+    (src / "Makefile").write_text(
+        "all: libfoo.so footest\n"
+        "libfoo.so: foo.c\n\t$(CC) -shared -fPIC -Wl,-soname,libfoo.so.1 -o $@ foo.c\n"
+        "\tmkdir -p .lib && ln -sf ../libfoo.so .lib/libfoo.so.1\n"
+        "footest: footest.c libfoo.so\n\t$(CC) -o $@ footest.c -L. -lfoo\n"
+        "check: footest\n\tLD_LIBRARY_PATH=.lib ./footest\n"
+        "install: all\n\tmkdir -p $(PREFIX)/lib && cp libfoo.so $(PREFIX)/lib/\n")
+    (src / "foo.c").write_text("int foo(void) { return 5; }\n")
+    (src / "footest.c").write_text("int foo(void);\nint main(void) { return foo() == 5 ? 0 : 1; }\n")
+    out = _build(tmp_path, src)
+    report = out["verify"]
+    assert out["status"] == "verified", out["message"]
+    [run] = report["smoke_runs"]
+    assert run["path"] == "make check" and run["passed"], run
+    assert report["proof"] == "tested", report["proof_why"]

@@ -39,7 +39,7 @@ from crossbuild.proof import make_goal, slowdown
 from crossbuild.proof.artifacts import check_artifact, scan_tree
 from crossbuild.proof.harness_records import Harness
 from crossbuild.proof.smoke import UNFINISHED, SmokeRun, own_folders, smoke_runs
-from crossbuild.proof.target_run import harness_environment, runner_argv
+from crossbuild.proof.target_run import harness_environment, library_link_folders, runner_argv
 from crossbuild.proof.triage import triage
 
 JOBS = min(os.cpu_count() or 1, 4)  # tests side by side, as the build's own jobs
@@ -80,8 +80,8 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
         return []
     if runner_argv(target, root, dynamic=True, workspace=toolchain.workspace)[0] is None:  # qemu and the loader
         return []
-    lib_dirs = sorted({str((root / a["path"]).parent) for a in artifacts
-                       if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of")})
+    libraries = [a["path"] for a in artifacts if a["ok"] and a["kind"] == "shared_library" and not a.get("member_of")]
+    lib_dirs = sorted({str((root / rel).parent) for rel in libraries} | {*library_link_folders(root, libraries)})
     scale = slowdown.factor(target)
     env = harness_environment(toolchain, [*lib_dirs, *dependency_lib_dirs])
     if harness.name == make_goal.HARNESS:

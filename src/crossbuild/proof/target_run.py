@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import stat
 import struct
 import sys
 from collections.abc import Mapping, Sequence
@@ -190,6 +191,29 @@ def _unresolved_by_loader(root: Path, exe_rel: str, lib_rels: list[str], target:
         if anchor == root:
             required |= needs
     return sorted(required - provided)
+
+
+_LIBRARY_NAME = re.compile(r"lib[\w.+-]*\.so(\.\d+)*")
+LINK_WALK_MAX = 200_000  # entries of a build tree read for library links
+
+
+def library_link_folders(root: Path, libraries: Sequence[str]) -> list[str]:
+    """Folders below ROOT holding a link, named as a library, to one of LIBRARIES (their paths relative to ROOT): the
+    name a program's loader looks for (its soname) is often only a link, in a folder of its own (nettle's
+    `.lib/libnettle.so.8` -> `../libnettle.so`), which the project's own harness puts on LD_LIBRARY_PATH; the
+    target's library path set for its programs (QEMU_SET_ENV) replaces that, so it must hold these folders too.
+    Links are read, never followed out of ROOT."""
+    wanted = {os.path.realpath(root / rel) for rel in libraries}
+    top = os.path.realpath(root)
+    found: set[str] = set()
+    for n, entry in enumerate(safefs.walk_files(root)):
+        if n >= LINK_WALK_MAX:
+            break
+        if stat.S_ISLNK(entry.st.st_mode) and _LIBRARY_NAME.fullmatch(entry.name):
+            resolved = os.path.realpath(root / entry.rel)
+            if resolved in wanted and os.path.commonpath([top, resolved]) == top:
+                found.add(str((root / entry.rel).parent))
+    return sorted(found)
 
 
 def harness_environment(toolchain: Toolchain, lib_dirs: list[str]) -> dict[str, str]:
