@@ -96,6 +96,18 @@ def _dies_with_runner() -> None:
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
+def cell_environment(config: RunConfig) -> dict[str, str]:
+    """A cell's build process's environment: the runner's without API keys or tokens, and its own crossbuild first
+    on PYTHONPATH. The cell runs in its own folder, so a relative PYTHONPATH (`PYTHONPATH=src` in a worktree) would
+    name nothing there and the build would import whichever crossbuild is installed: another commit than the one
+    every row names."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN"))} | config.extra_env
+    env.setdefault("COLUMNS", "200")
+    own = str(Path(__file__).resolve().parents[2])  # the folder `import crossbuild` found this package in
+    env["PYTHONPATH"] = os.pathsep.join([own, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)])
+    return env
+
+
 def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
     """One isolated `crossbuild build` in a subprocess; returns the result row (status "crashed" when the build
     process died without an outcome)."""
@@ -109,8 +121,7 @@ def run_cell(cell: Cell, out: Path, config: RunConfig) -> dict[str, Any]:
             "--sandbox", config.sandbox, "--no-config", "--json"]  # a cell never depends on who runs it
     if not config.source_hints:
         argv.append("--no-source-hints")
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN"))} | config.extra_env
-    env.setdefault("COLUMNS", "200")
+    env = cell_environment(config)
     start = time.monotonic()
     row: dict[str, Any] = {"cell": cell.id, "project": cell.project.name, "version": cell.project.version,
                            "tier": cell.project.tier, "target": cell.target, "repeat": cell.repeat,
