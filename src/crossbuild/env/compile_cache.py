@@ -13,14 +13,12 @@ on the machine (scripts/setup.sh installs it) every compile runs, as before.
 
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 from pathlib import Path
 
-# zigwrap's compiles go through the program named here; the rebuild's record counts its hits and misses
+# zigwrap's compiles go through the program named here
 PROGRAM_VARIABLE = "CROSSBUILD_CCACHE"
-_STATS = re.compile(r"^(direct_cache_hit|preprocessed_cache_hit|cache_miss)\t(\d+)$", re.MULTILINE)
 
 
 def program() -> str | None:
@@ -33,10 +31,11 @@ def shims(zig: Path) -> dict[str, str]:
     return {f"zig-{driver}": f"#!/bin/sh\nexec {shlex.quote(str(zig))} {driver} \"$@\"\n" for driver in ("cc", "c++")}
 
 
-def environment(cache_dir: Path, workspace: Path, zig: Path, config: Path) -> dict[str, str]:
+def environment(cache_dir: Path, workspace: Path, zig: Path, config: Path, stats_log: Path) -> dict[str, str]:
     """The variables a build's compiles read: the cache folder, the workspace as the base of relative paths, and
     zig's identity (path, size and time: a reinstalled zig is another compiler). CONFIG is crossbuild's own
-    settings file (empty): never one a build wrote into the cache folder."""
+    settings file (empty): never one a build wrote into the cache folder. STATS_LOG: where each compile's counters
+    go (the clean rebuild reads its own workspace's, so no ccache process of crossbuild's runs to count)."""
     ccache = program()
     try:
         st = zig.stat()
@@ -47,18 +46,16 @@ def environment(cache_dir: Path, workspace: Path, zig: Path, config: Path) -> di
     return {PROGRAM_VARIABLE: ccache, "CCACHE_DIR": str(cache_dir), "CCACHE_CONFIGPATH": str(config),
             "CCACHE_BASEDIR": str(workspace), "CCACHE_NOHASHDIR": "1", "CCACHE_DEPEND": "1",
             "CCACHE_COMPILERTYPE": "clang", "CCACHE_COMPILERCHECK": f"string:{zig}:{st.st_size}:{st.st_mtime_ns}",
-            "CCACHE_MAXSIZE": "20G"}
+            "CCACHE_MAXSIZE": "20G", "CCACHE_STATSLOG": str(stats_log)}
 
 
-ZERO = "--zero-stats"  # counts start from nothing
-PRINT = "--print-stats"  # what counts() reads
+STATS_LOG = "ccache-stats.log"  # in the workspace's scratch folder: one line per counter a compile moved
 
 
-def counts(printed: str) -> dict[str, int] | None:
-    """`ccache --print-stats` read: compiles taken from the cache and compiles that ran since the counts were
-    zeroed; None when it printed none."""
-    found = {name: int(n) for name, n in _STATS.findall(printed)}
-    if "cache_miss" not in found:
-        return None
-    return {"reused": found.get("direct_cache_hit", 0) + found.get("preprocessed_cache_hit", 0),
-            "compiled": found["cache_miss"]}
+def counts(stats_log: str) -> dict[str, int] | None:
+    """A build's compiles read from its stats log (ccache's stats_log: `# SOURCE` then the counters each compile
+    moved): those taken from the cache and those that ran; None when no compile went through the cache."""
+    lines = [line.strip() for line in stats_log.splitlines()]
+    reused = sum(line in ("direct_cache_hit", "preprocessed_cache_hit") for line in lines)
+    compiled = sum(line == "cache_miss" for line in lines)
+    return {"reused": reused, "compiled": compiled} if reused or compiled else None

@@ -469,7 +469,8 @@ class Toolchain:
             "CROSSBUILD_HOST_TRIPLE": t.autotools_host,
             "CROSSBUILD_PREFIX": str(self.prefix),
             "CROSSBUILD_WRAP_LOG": str(self.scratch / "wrappers.log"),
-            **compile_cache.environment(self.ccache_dir, self.workspace, self.zig, self.xbuild / "ccache.conf"),
+            **compile_cache.environment(self.ccache_dir, self.workspace, self.zig, self.xbuild / "ccache.conf",
+                                        self.scratch / compile_cache.STATS_LOG),
         }
         if runtime := cxx_runtime.available(t, self.zig):
             v["CROSSBUILD_SHARED_CXX_RUNTIME"] = str(runtime)

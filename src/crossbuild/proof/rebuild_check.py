@@ -15,10 +15,9 @@ from pathlib import Path
 
 from crossbuild.env import compile_cache
 from crossbuild.env.recipes import BuildStep
-from crossbuild.env.sandbox import Limits, Sandbox
+from crossbuild.env.sandbox import Sandbox
 from crossbuild.env.toolchain import Toolchain
 from crossbuild.foundation import safefs
-from crossbuild.foundation.progress import Note
 from crossbuild.proof.artifacts import ScanResult, scan_tree
 from crossbuild.proof.binary_formats import LINKED_KINDS
 from crossbuild.proof.second_build import build_again
@@ -76,12 +75,11 @@ def clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sour
         compiles = last.get("compiles")
     else:
         safefs.remove_tree(toolchain.xbuild, RECORD)  # the rebuild about to be made replaces the one it describes
-        if box is not None:  # what the rebuild takes from the first build's compiles is counted (compile_cache)
-            _compile_cache(box, toolchain, compile_cache.ZERO)
         second = build_again(toolchain, steps, source, edits, box, into="rebuild")
         fresh, fresh_ws, not_copied = second.toolchain, second.workspace, second.not_copied
-        if box is not None:
-            compiles = compile_cache.counts(_compile_cache(box, toolchain, compile_cache.PRINT))
+        # what the rebuild took from the first build's compiles, from its own stats log (compile_cache.py)
+        compiles = compile_cache.counts(safefs.read_text_or_none(
+            second.toolchain.scratch, compile_cache.STATS_LOG, max_bytes=64 << 20) or "")
         if second.error:
             return {"ok": False, "steps": [str(s) for s in steps], "workspace": str(fresh_ws),
                     "not_copied": not_copied, "error": second.error, "compiles": compiles}
@@ -99,18 +97,6 @@ def clean_rebuild(root: Path, steps: list[BuildStep], toolchain: Toolchain, sour
             "not_copied": not_copied, "reused": reused, "compiles": compiles,
             "error": None if ok else ("rebuild produced no binaries" if not rebuilt
                                       else f"rebuild lacks {', '.join(missing[:5])}")}
-
-
-def _compile_cache(box: Sandbox, toolchain: Toolchain, option: str) -> str:
-    """What the workspace's ccache printed for OPTION, run in the build's sandbox (the folder is the build's)."""
-    env = toolchain.env.as_dict()
-    if not env.get(compile_cache.PROGRAM_VARIABLE):
-        return ""
-    name = f"ccache-{len(os.listdir(toolchain.logs)) if toolchain.logs.is_dir() else 0:04d}.log"
-    res = box.run([env[compile_cache.PROGRAM_VARIABLE], option], cwd=toolchain.workspace, env=env,
-                  log_path=toolchain.logs / name, limits=Limits(timeout_s=60, max_output_bytes=1 << 20),
-                  phase=Note(f"compile cache {option}"))
-    return safefs.read_text(toolchain.logs, name, max_bytes=2 << 20) if res.ok else ""
 
 
 def _inputs(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, edits: Sequence[str]) -> str:
