@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from crossbuild.env import dependency_cache as deps
 from crossbuild.proof.smoke import NOT_BUILT
 from tests.conftest import EXAMPLE, GOLDEN_MISMATCH, cb, forget_cached_dependencies, outcome_of
 from tests.diagnosis.test_autotools_log import make_configure
@@ -921,6 +922,17 @@ def test_a_program_a_test_script_starts_itself_runs_in_the_build_machine_check_t
     assert _elf_machine(tmp_path / "ws" / ".xbuild" / "native" / "build" / "logging_unittest") == 62
 
 
+def _plant_unbuildable_dependency(prefix: Path, monkeypatch) -> None:
+    """PREFIX holds, as an earlier run's build_dependency leaves it, a dependency no source can build."""
+    monkeypatch.setattr(deps, "deps_root", lambda: prefix.parent / "planted-cache")
+    stage = prefix.parent / "planted-stage"
+    for rel in ("include/unbuildable.h", "lib/libunbuildable.a"):
+        (stage / str(prefix).lstrip("/") / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stage / str(prefix).lstrip("/") / rel).write_text("")
+    deps.install(deps.store("riscv64-linux-musl", "crossbuild-unbuildable", None, stage, prefix=prefix,
+                            build_s=1.0, run_id=None), prefix)
+
+
 def _elf_machine(path):
     with open(path, "rb") as f:
         head = f.read(20)
@@ -929,17 +941,19 @@ def _elf_machine(path):
 
 
 @pytest.mark.slow
-def test_a_test_that_fails_the_same_way_built_for_the_build_machine_is_the_projects_own_failure(tmp_path):
+def test_a_test_that_fails_the_same_way_built_for_the_build_machine_is_the_projects_own_failure(tmp_path,
+                                                                                                monkeypatch):
     """The planner has no fix for a failing golden-file test and gives up; the judge then builds the same steps for
     x86_64, with the dependency the planner built (zlib) built for x86_64 too, where it fails the same way: the
-    failure is the project's, the build is verified with it not counted."""
+    failure is the project's, the build is verified with it not counted. The prefix also holds what an earlier run
+    left there, which this build does not use and which cannot be built at all: the check must not wait for it."""
     project = _program_with_library(
         tmp_path, "golden", GOLDEN_MISMATCH, "CMakeLists.txt",
         "cmake_minimum_required(VERSION 3.16)\nproject(golden C)\nfind_package(ZLIB REQUIRED)\n"
         "add_library(l STATIC lib.c)\ntarget_link_libraries(l ZLIB::ZLIB)\n"
         "add_executable(logging_unittest main.c)\ntarget_link_libraries(logging_unittest l)\ninstall(TARGETS l)\n")
     (project / "lib.c").write_text("#include <zlib.h>\nint lib(void){return zlibVersion()[0] == '1';}\n")
-    # a prefix of its own: the build-machine check builds every dependency a shared prefix records for x86_64 too
+    _plant_unbuildable_dependency(tmp_path / "prefix", monkeypatch)
     r, out = _build(tmp_path, str(project), "riscv64-linux-musl", "--prefix", str(tmp_path / "prefix"))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert out["status"] == "verified", out["message"]
@@ -951,6 +965,7 @@ def test_a_test_that_fails_the_same_way_built_for_the_build_machine_is_the_proje
     assert _elf_machine(native) == 62  # EM_X86_64
     assert _elf_machine(tmp_path / "ws" / "build" / "logging_unittest") == 243  # EM_RISCV: the product is untouched
     assert (tmp_path / "ws" / ".xbuild" / "native-prefix" / "include" / "zlib.h").is_file()
+    assert not (tmp_path / "ws" / ".xbuild" / "native-prefix" / "include" / "unbuildable.h").exists()
     finishes = sqlite3.connect(tmp_path / "runs.db").execute(
         "SELECT raw_arguments FROM tool_calls WHERE run_id=? AND name='finish' ORDER BY id",
         (out["run_id"],)).fetchall()

@@ -203,9 +203,17 @@ def installed(prefix: Path, entry: CachedDependency) -> bool:
     return all(isinstance(f, str) and safefs.lexists(prefix, f) for f in data["files"])
 
 
-def recorded_sources(prefix: Path) -> list[tuple[str, str | None]]:
-    """(Debian source, version) of each dependency PREFIX's records say was installed there (read without
-    following links; a record of a local source, or one written before sources were recorded, is left out)."""
+@dataclass
+class Recorded:
+    """One dependency a prefix's record says was installed there."""
+    source: str  # the Debian source
+    version: str | None
+    files: list[str]  # as placed, relative to the prefix
+
+
+def recorded(prefix: Path) -> list[Recorded]:
+    """What PREFIX's records say was installed there (read without following links; a record of a local source,
+    or one written before sources were recorded, is left out)."""
     found = []
     try:
         with safefs.open_dir(prefix, ".crossbuild-deps") as dfd, os.scandir(dfd) as entries:
@@ -218,10 +226,12 @@ def recorded_sources(prefix: Path) -> list[tuple[str, str | None]]:
             data = json.loads(text) if text else {}
         except ValueError:
             continue
-        source = data.get("source") if isinstance(data, dict) else None
-        version = data.get("version")
+        if not isinstance(data, dict):
+            continue
+        source, version, files = data.get("source"), data.get("version"), data.get("files")
         if isinstance(source, str) and re.fullmatch(r"[a-z0-9][a-z0-9.+-]*", source):
-            found.append((source, version if isinstance(version, str) else None))
+            found.append(Recorded(source, version if isinstance(version, str) else None,
+                                  [f for f in files if isinstance(f, str)] if isinstance(files, list) else []))
     return found
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from crossbuild.env import dependency_cache as deps
+from crossbuild.env import prefix_use
 from crossbuild.foundation.targets import Target
 from crossbuild.tools.base import Tool, ToolArgs, ToolFailure, ToolResult
 from crossbuild.tools.context import RunContext
@@ -62,10 +62,10 @@ def provide_again(ctx: RunContext, target: Target, prefix: Path) -> str | None:
     """The dependencies this session's build_dependency calls provided, built for TARGET (the build machine, for
     the build-machine check) into PREFIX by the same builder, from the same names: None once all are there (or
     there are none), else why one is not."""
-    # what this session asked for, and what the prefix holds that the build may have found without asking
-    # (a prefix shared across runs)
-    wanted = list(dict.fromkeys([*ctx.dependencies, *((f"debian:{source}", version) for source, version
-                                                      in deps.recorded_sources(ctx.prefix))]))
+    # what this session asked for, and what the build found without asking in the prefix (shared across runs:
+    # it holds earlier runs' dependencies too, which this build's check must not wait for)
+    found = prefix_use.used_sources(ctx.prefix, ctx.toolchain.workspace)
+    wanted = list(dict.fromkeys([*ctx.dependencies, *((f"debian:{source}", version) for source, version in found)]))
     if not wanted:
         return None
     if ctx.dependency_builder is None:
