@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -61,6 +62,9 @@ def forget_cached_dependencies(root: Path) -> None:
             safefs.remove_tree(entry.dir.parent, entry.dir.name)
             for lock in (entry.dir.with_suffix(".lock"), entry.dir.parent / f"{deps._safe(entry.source)}.build.lock"):
                 lock.unlink(missing_ok=True)
+    for failure in deps.deps_root().glob("*/failed/*.json"):  # and the failures remembered of them
+        if json.loads(failure.read_text()).get("source", "").startswith(str(root)):
+            failure.unlink()
 
 
 def outcome_of(stdout: str) -> dict:

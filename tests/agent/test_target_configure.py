@@ -189,10 +189,29 @@ def test_a_dependency_whose_own_tests_mostly_pass_is_provided_and_says_which_fai
                 assert "/t/00-add.t (exit 1" in said and said.endswith("own tests prove what it uses)"), said
                 assert (tmp_path / "prefix1" / "aarch64-linux-musl" / "lib" / "libtiny.a").is_file()
             else:
-                assert "cross-building" in said and "failed" in said, said
+                assert "cross-building" in said and "failed" in said and "remembered" not in said, said
                 assert not (tmp_path / "prefix5" / "aarch64-linux-musl" / "lib" / "libtiny.a").exists()
+                _failure_is_remembered_until_the_source_changes(tmp_path, tiny, rows[0])
     finally:
         forget_cached_dependencies(root)
+
+
+def _failure_is_remembered_until_the_source_changes(tmp_path, tiny, first):
+    """Asked again with the same inputs, the failed build is not run again: the answer is at once and says so; once
+    the source changes, it is built again."""
+    def again():
+        r = cb("deps", "build", "tiny", "-t", "aarch64-linux-musl", "--dep-source", f"tiny={tiny}", "--prefix",
+               str(tmp_path / "prefix-again"), "--json", cwd=tmp_path, timeout=1200)
+        return json.loads(r.stdout)[0]
+    second = again()
+    assert not second["ok"] and second["message"].startswith(first["message"]), second["message"]
+    assert "[remembered: this build failed" in second["message"] and "crossbuild deps clear -t aarch64-linux-musl" \
+        in second["message"], second["message"]
+    # nothing built the second time (configure, compile and the tests under qemu took seconds the first)
+    assert first["seconds"] > 3 and second["seconds"] < 1, (first["seconds"], second["seconds"])
+    (tiny / "tiny.c").write_text((tiny / "tiny.c").read_text() + "/* edited */\n")
+    third = again()
+    assert not third["ok"] and "remembered" not in third["message"] and third["seconds"] > 3, third
 
 
 @pytest.mark.slow

@@ -97,3 +97,21 @@ def test_build_dependency_tool_reuses_the_cache_in_milliseconds(cache, tmp_path)
     assert took - 0.05 <= bad.data["seconds"] <= took + 0.0005  # the whole call, also when it fails (to the ms)
     assert bad.error_type == "command_failed" and "no Debian package ships a file that provides" in bad.message
     assert "finish" not in bad.hint  # the MCP surface has no finish tool: the hint asks for a report
+
+
+def test_a_failure_is_remembered_only_for_the_same_inputs_and_code(cache, monkeypatch):
+    from crossbuild.foundation import host
+
+    inputs = {"depth": 1, "keep_features": False}
+    deps.remember_failure("aarch64-linux-musl", "qtbase", "k1", inputs, "cross-building debian:qtbase failed", 1200.0)
+    assert deps.failed_before("aarch64-linux-musl", "qtbase", "k1", inputs)["message"].startswith("cross-building")
+    assert deps.failed_before("aarch64-linux-musl", "qtbase", "k1", {**inputs, "depth": 2}) is None
+    assert deps.failed_before("aarch64-linux-musl", "qtbase", "k2", inputs) is None  # another version or zig
+    assert deps.failed_before("riscv64-linux-musl", "qtbase", "k1", inputs) is None
+    with monkeypatch.context() as m:  # (undo() would also undo the cache fixture's own patches)
+        m.setattr(host, "code_identity", lambda: "another-crossbuild")
+        assert deps.failed_before("aarch64-linux-musl", "qtbase", "k1", inputs) is None
+    assert deps.failed_before("aarch64-linux-musl", "qtbase", "k1", inputs) is not None
+    assert str(deps.deps_root()).startswith(str(cache))  # the test's own cache, never the shared one
+    deps.clear("aarch64-linux-musl")
+    assert deps.failed_before("aarch64-linux-musl", "qtbase", "k1", inputs) is None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.events import Event, EventSink, ignore
+from crossbuild.agent.outcome import StopReason
 from crossbuild.env import build_tools, debian_headers, dependency_names, recipes, workspace
 from crossbuild.env import dependency_cache as deps
 from crossbuild.foundation import host, safefs
@@ -23,6 +24,9 @@ from crossbuild.tools.context import RunContext
 from crossbuild.trace.store import Trace
 
 MAX_DEPTH = 2
+# how a dependency's own build can end that the same inputs would end the same way again (not a time limit, a
+# cancellation or a model's error): such a failure is remembered (dependency_cache.remember_failure)
+_LASTING = {StopReason.GAVE_UP, StopReason.STUCK, StopReason.BUDGET_STEPS, StopReason.BUDGET_TOOL_CALLS}
 
 
 @dataclass
@@ -36,6 +40,7 @@ class DependencyOutcome:
     files: int = 0
     consumer: dict[str, str] = field(default_factory=dict)  # what the consumer needs
     own: bool = False  # NAME is the project's own (a target, or the package being built): not a missing dependency
+    lasting: bool = False  # a failure the same inputs would repeat (remembered)
 
 
 class DependencyBuilder:
@@ -50,6 +55,9 @@ class DependencyBuilder:
         # the project and the dependencies being built right now: asking for one of them again is a part of the
         # build not finding the project's own files, and waiting for its build lock would wait for ourselves
         self.building: set[str] = {project} if project else set()
+        # refusals that depend on more than a dependency's own inputs (the depth it was asked at, a download, a
+        # wait cancelled): a failure during which one happened is not remembered
+        self.unsettled = 0
 
     def __call__(self, ctx: RunContext, name: str, version: str | None = None) -> DependencyOutcome:
         start = time.monotonic()
@@ -73,25 +81,36 @@ class DependencyBuilder:
         entry = deps.lookup(target, pkg.source, version, key=key)
         if entry is None:
             if ctx.depth >= self.max_depth:
+                self.unsettled += 1
                 return DependencyOutcome(False, name, pkg.source, f"dependency depth limit ({self.max_depth}) "
                                          f"reached: {pkg.source} is needed {ctx.depth} levels down")
+            inputs = self._inputs(ctx)
+            if before := _failed_before(ctx, name, pkg.source, key, inputs):
+                return before
             ctx.watch.note(f"{pkg.source}: waiting for its build lock (another run may be building it)")
             try:
                 with deps.build_lock(target, pkg.source, until=ctx.cancel.is_set):
                     entry = deps.lookup(target, pkg.source, version, key=key)  # built by a concurrent run meanwhile
                     if entry is None:
+                        if before := _failed_before(ctx, name, pkg.source, key, inputs):  # a concurrent run's
+                            return before
                         self.building.add(pkg.source)
+                        unsettled = self.unsettled
                         try:
                             built = self._build(ctx, pkg, version, start, key)
                         finally:
                             self.building.discard(pkg.source)
                         if isinstance(built, DependencyOutcome):
+                            if built.lasting and self.unsettled == unsettled:
+                                deps.remember_failure(target, pkg.source, key, inputs, built.message,
+                                                      time.monotonic() - start)
                             return built
                         entry = built
                         cached = False
                     else:
                         cached = True
             except host.GaveUpWaiting:
+                self.unsettled += 1
                 return DependencyOutcome(False, name, pkg.source, f"cancelled while another run was building "
                                                                    f"{pkg.source} for {target}")
         else:
@@ -113,6 +132,12 @@ class DependencyBuilder:
                                  f"in all{left_out}){own}", cached=cached,
                                  seconds=seconds, files=files, consumer=consumer)
 
+    def _inputs(self, ctx: RunContext) -> dict:
+        """How a dependency is asked for, besides its own cache key: what else decides how its build ends."""
+        return {"depth": ctx.depth + 1, "max_depth": self.max_depth, "keep_features": ctx.keep_features,
+                "passthrough": list(ctx.toolchain.passthrough), "sandbox": ctx.sandbox.backend,
+                "user_sources": {n: [p, deps.local_source_state(p)] for n, p in sorted(self.user_sources.items())}}
+
     def _build(self, ctx: RunContext, pkg: dependency_names.Package, version: str | None, start: float, key: str):
         from crossbuild.agent.loop import Agent
 
@@ -124,6 +149,7 @@ class DependencyBuilder:
         try:
             ws = workspace.prepare(source, tmp / "ws", note=ctx.watch.note)
         except workspace.SourceError as e:
+            self.unsettled += 1  # a mirror's answer: it may differ next time
             headers = self._headers_only(ctx, pkg, source, version, start, key, tmp, f"cannot get {source}: {e}")
             safefs.remove_tree(ctx.xbuild, tmp.name)
             return headers or DependencyOutcome(False, pkg.source, pkg.source, f"cannot get {source}: {e}")
@@ -153,7 +179,8 @@ class DependencyBuilder:
                       f"workspace {ws.root})")
             headers = self._headers_only(ctx, pkg, source, version, start, key, tmp, failed)
             if headers is None:
-                return DependencyOutcome(False, pkg.source, pkg.source, failed)
+                return DependencyOutcome(False, pkg.source, pkg.source, failed,
+                                         lasting=outcome.ok or outcome.stop_reason in _LASTING)
             safefs.remove_tree(ctx.xbuild, tmp.name)
             return headers
         try:
@@ -188,6 +215,18 @@ class DependencyBuilder:
                           build_s=time.monotonic() - start, run_id=None, key=key, anchor=tmp,
                           own_tests=f"none: {count} headers taken from Debian's {binary}, which holds no library "
                                     f"({failed[:200]})")
+
+
+def _failed_before(ctx: RunContext, name: str, source: str, key: str, inputs: dict) -> DependencyOutcome | None:
+    """The remembered failure of this very build (dependency_cache.remember_failure), said as such."""
+    before = deps.failed_before(ctx.target.name, source, key, inputs)
+    if before is None:
+        return None
+    ago = max(0.0, time.time() - before["at"])
+    when = f"{ago / 3600:.1f} h" if ago >= 3600 else f"{ago / 60:.0f} min"
+    return DependencyOutcome(False, name, source, (
+        f"{before['message']} [remembered: this build failed {when} ago with the same inputs (crossbuild, zig, "
+        f"version, options) and is not tried again; `crossbuild deps clear -t {ctx.target.name}` forgets it]"))
 
 
 _CONSUMED = re.compile(r"\.(h|hh|hpp|hxx|inl|ipp|tcc|pc|cmake)$", re.IGNORECASE)

@@ -255,7 +255,41 @@ def list_cached() -> list[CachedDependency]:
 
 
 def clear(target: str | None = None) -> int:
+    """Forget TARGET's (or every target's) cached builds and remembered failures; returns how many builds."""
     entries = [e for e in list_cached() if target is None or e.target == target]
     for e in entries:
         shutil.rmtree(e.dir, ignore_errors=True)
+    for folder in deps_root().glob(f"{target or '*'}/{_FAILED}"):
+        shutil.rmtree(folder, ignore_errors=True)
     return len(entries)
+
+
+# A dependency that failed to cross-build is remembered, so the next consumer is told at once instead of waiting
+# the same minutes for the same failure (Qt's qtbase: 20 to 50 minutes each time). Only with every input the same:
+# the cache key (source, version, zig, compile recipe), crossbuild's own code, and how it was asked (INPUTS: the
+# depth, the user's options); `crossbuild deps clear` forgets them.
+_FAILED = "failed"
+
+
+def _failure_file(target: str, source: str, key: str, inputs: dict) -> Path:
+    raw = json.dumps({"key": key, "code": host.code_identity(), **inputs}, sort_keys=True)
+    return deps_root() / target / _FAILED / f"{_safe(source)}-{hashlib.sha256(raw.encode()).hexdigest()[:16]}.json"
+
+
+def remember_failure(target: str, source: str, key: str, inputs: dict, message: str, seconds: float) -> None:
+    path = _failure_file(target, source, key, inputs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"source": source, "message": message, "at": time.time(), "seconds": seconds}
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record))
+    tmp.replace(path)
+
+
+def failed_before(target: str, source: str, key: str, inputs: dict) -> dict | None:
+    """The remembered failure of building SOURCE for TARGET with these very inputs: {message, at, seconds}."""
+    try:
+        data = json.loads(_failure_file(target, source, key, inputs).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(data, dict) and isinstance(data.get("message"), str) and isinstance(data.get("at"), (int, float))
+    return data if ok else None

@@ -102,6 +102,23 @@ def zig_version() -> str:
         return "unknown"
 
 
+_CODE_IDENTITY: dict[str, str] = {}
+
+
+def code_identity() -> str:
+    """A digest of crossbuild's own code and data as installed (every .py and .toml file of the package, by
+    content): what a remembered failure must have been made by to be believed again. Read once per process (about
+    2 MB)."""
+    if "digest" not in _CODE_IDENTITY:
+        package = Path(__file__).resolve().parent.parent
+        digest = hashlib.sha256()
+        for path in sorted(package.rglob("*")):
+            if path.suffix in (".py", ".toml") and path.is_file() and "__pycache__" not in path.parts:
+                digest.update(f"{path.relative_to(package)}\0".encode() + path.read_bytes() + b"\0")
+        _CODE_IDENTITY["digest"] = digest.hexdigest()[:16]
+    return _CODE_IDENTITY["digest"]
+
+
 def python_dirs() -> list[Path]:
     """Directories holding this Python and its packages: the sandbox mounts them read-only so the
     compiler wrappers, zig and pip-installed meson/ninja run inside it."""
