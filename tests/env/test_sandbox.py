@@ -123,6 +123,10 @@ def test_output_limit_and_cancel(tmp_path):
     res = box.run(["sleep", "30"], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "log2",
                   cancel=cancel)
     assert res.stopped == "cancelled" and res.duration_s < 5
+    assert box.watch.time_limits_hit == 0  # neither was stopped by time
+    res = box.run(["sleep", "30"], cwd=ws, env={"PATH": "/usr/bin:/bin"}, log_path=tmp_path / "log3",
+                  limits=Limits(timeout_s=0.5))
+    assert res.stopped == "timeout" and box.watch.time_limits_hit == 1  # what a remembered failure must not have
 
 
 def test_cpu_limit_kills_busy_loop(tmp_path):

@@ -56,7 +56,8 @@ class DependencyBuilder:
         # build not finding the project's own files, and waiting for its build lock would wait for ourselves
         self.building: set[str] = {project} if project else set()
         # refusals that depend on more than a dependency's own inputs (the depth it was asked at, a download, a
-        # wait cancelled): a failure during which one happened is not remembered
+        # wait cancelled, a failure not remembered); a failure during which one happened, or a command reached its
+        # time limit, is not remembered
         self.unsettled = 0
 
     def __call__(self, ctx: RunContext, name: str, version: str | None = None) -> DependencyOutcome:
@@ -95,15 +96,17 @@ class DependencyBuilder:
                         if before := _failed_before(ctx, name, pkg.source, key, inputs):  # a concurrent run's
                             return before
                         self.building.add(pkg.source)
-                        unsettled = self.unsettled
+                        marks = (self.unsettled, ctx.watch.time_limits_hit)
                         try:
                             built = self._build(ctx, pkg, version, start, key)
                         finally:
                             self.building.discard(pkg.source)
                         if isinstance(built, DependencyOutcome):
-                            if built.lasting and self.unsettled == unsettled:
+                            if built.lasting and (self.unsettled, ctx.watch.time_limits_hit) == marks:
                                 deps.remember_failure(target, pkg.source, key, inputs, built.message,
                                                       time.monotonic() - start)
+                            else:  # nor is a failure of any build that needed this one
+                                self.unsettled += 1
                             return built
                         entry = built
                         cached = False
@@ -179,8 +182,9 @@ class DependencyBuilder:
                       f"workspace {ws.root})")
             headers = self._headers_only(ctx, pkg, source, version, start, key, tmp, failed)
             if headers is None:
-                return DependencyOutcome(False, pkg.source, pkg.source, failed,
-                                         lasting=outcome.ok or outcome.stop_reason in _LASTING)
+                timed_out = outcome.verify is not None and any(r.stopped for r in outcome.verify.smoke_runs)
+                return DependencyOutcome(False, pkg.source, pkg.source, failed, lasting=not timed_out and (
+                    outcome.ok or outcome.stop_reason in _LASTING))
             safefs.remove_tree(ctx.xbuild, tmp.name)
             return headers
         try:

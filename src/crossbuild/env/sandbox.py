@@ -257,6 +257,8 @@ class Sandbox:
             duration = time.monotonic() - start
             if stopped:
                 log.write(f"\n[crossbuild: stopped ({stopped}) after {duration:.1f}s; process tree killed]\n".encode())
+            if stopped == "timeout":
+                self.watch.time_limits_hit += 1
         return RunResult(
             returncode=None if stopped else proc.returncode, duration_s=duration, log_path=str(log_path),
             stopped=stopped, output_bytes=output.written, backend=self.backend,

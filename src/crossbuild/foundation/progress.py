@@ -38,6 +38,8 @@ class Watch:
         self.sink = sink
         self._last: tuple[str, float] = ("", 0.0)
         self._lock = threading.Lock()
+        # commands stopped by their time limit: how an outcome that may differ on a less busy machine is told apart
+        self.time_limits_hit = 0
 
     def note(self, message: str, done: int | None = None, total: int | None = None) -> None:
         sink = self.sink
