@@ -209,6 +209,11 @@ def _failure_is_remembered_until_the_source_changes(tmp_path, tiny, first):
         in second["message"], second["message"]
     # nothing built the second time (configure, compile and the tests under qemu took seconds the first)
     assert first["seconds"] > 3 and second["seconds"] < 1, (first["seconds"], second["seconds"])
+    listed = cb("deps", "list", cwd=tmp_path)
+    # piped, one tab-separated row per remembered failure: target, package, when, after how long, why
+    assert listed.returncode == 0 and any(
+        line.startswith(f"aarch64-linux-musl\t{tiny}\t") and "\tcross-building" in line
+        for line in listed.stdout.splitlines()), listed.stdout[-2000:]
     (tiny / "tiny.c").write_text((tiny / "tiny.c").read_text() + "/* edited */\n")
     third = again()
     assert not third["ok"] and "remembered" not in third["message"] and third["seconds"] > 3, third

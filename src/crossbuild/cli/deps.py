@@ -64,6 +64,16 @@ def deps_list(as_json: bool = typer.Option(False, "--json")) -> None:
         table.add_row(e.target, e.source, e.version or "default", str(len(e.files)), f"{e.build_s:.0f}s",
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(e.built_at)), e.run_id or "")
     print_table(table)
+    failures = deps.list_failures()
+    if failures:
+        failed = Table(title="remembered failures (not tried again with the same inputs; deps clear forgets them)")
+        for col in ("target", "package", "failed", "after", "why"):
+            failed.add_column(col)
+        for f in failures:
+            failed.add_row(f["target"], escape(str(f.get("source"))),
+                           time.strftime("%Y-%m-%d %H:%M", time.localtime(f["at"])), f"{f.get('seconds', 0):.0f}s",
+                           escape(str(f.get("message"))[:200]))
+        print_table(failed)
 
 
 @deps_app.command("clear")

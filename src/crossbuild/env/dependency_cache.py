@@ -285,6 +285,19 @@ def remember_failure(target: str, source: str, key: str, inputs: dict, message: 
     tmp.replace(path)
 
 
+def list_failures() -> list[dict]:
+    """Every remembered failure: {target, source, message, at, seconds}, oldest first."""
+    found = []
+    for path in deps_root().glob(f"*/{_FAILED}/*.json"):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("at"), (int, float)):
+            found.append({"target": path.parent.parent.name, **data})
+    return sorted(found, key=lambda f: f["at"])
+
+
 def failed_before(target: str, source: str, key: str, inputs: dict) -> dict | None:
     """The remembered failure of building SOURCE for TARGET with these very inputs: {message, at, seconds}."""
     try:
