@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from crossbuild.agent.dependency_builder import DependencyBuilder, _own_target
 from crossbuild.foundation.targets import parse_target
 from crossbuild.tools import default_toolset
 from crossbuild.tools.context import RunContext
+from tests.conftest import cb, forget_cached_dependencies
 
 
 def test_a_library_the_project_builds_itself_is_not_a_dependency(tmp_path):
@@ -103,7 +106,7 @@ def test_a_dependency_whose_own_suite_failed_in_part_is_provided_and_said_unless
     one CTest test holding 508 cases, had one error under qemu. A consumer needs the library, and its own verdict
     stands on its own tests: libxml2 is provided, with what failed. A crash, a failing artifact or a suite that
     mostly failed still refuses it."""
-    from crossbuild.agent.dependency_builder import tests_alone_failed
+    from crossbuild.proof.partial_suite import tests_alone_failed
     from crossbuild.proof.smoke import SmokeRun
     from crossbuild.proof.verify import VerifyReport
 
@@ -121,3 +124,36 @@ def test_a_dependency_whose_own_suite_failed_in_part_is_provided_and_said_unless
     assert tests_alone_failed(report(2, 2)) is None  # half of them failed
     assert tests_alone_failed(report(9, 1, triage="crashed")) is None
     assert tests_alone_failed(report(9, 1, artifact_ok=False)) is None
+
+
+@pytest.mark.slow
+def test_a_dependency_with_a_few_failing_tests_is_provided_without_building_it_for_the_build_machine(tmp_path):
+    """One of a dependency's five CTest tests fails on the target the way it would anywhere (a wrong expected sum):
+    the library is provided with that failure said, at once: the build for the build machine that could call it
+    the project's own (the dependency's own dependencies built for that machine first: minutes each in a chain)
+    would change only how it is said."""
+    src = tmp_path / "sources" / "sums"
+    src.mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(sums C)\nenable_testing()\n"
+        "add_library(sums STATIC sums.c)\nadd_executable(sumtest sumtest.c)\ntarget_link_libraries(sumtest sums)\n"
+        "foreach(n 1 2 3 4)\n  math(EXPR m \"${n} + 1\")\n  add_test(NAME add${n} COMMAND sumtest ${n} ${m})\n"
+        "endforeach()\nadd_test(NAME wrong COMMAND sumtest 5 7)\n"
+        "install(TARGETS sums)\ninstall(FILES sums.h DESTINATION include)\n")
+    (src / "sums.h").write_text("int sums_inc(int a);\n")
+    (src / "sums.c").write_text('#include "sums.h"\nint sums_inc(int a) { return a + 1; }\n')
+    (src / "sumtest.c").write_text('#include <stdio.h>\n#include <stdlib.h>\n#include "sums.h"\n'
+                                   'int main(int c, char **v) { if (c != 3) return 2;\n'
+                                   '  if (sums_inc(atoi(v[1])) != atoi(v[2])) { puts("sum mismatch"); return 1; }\n'
+                                   '  return 0; }\n')
+    try:
+        r = cb("deps", "build", "sums", "-t", "aarch64-linux-musl", "--dep-source", f"sums={src}", "--prefix",
+               str(tmp_path / "prefix"), "--json", cwd=tmp_path, timeout=1800)
+        [row] = json.loads(r.stdout)
+        assert row["ok"], row["message"]
+        assert "its own tests on the target: 4 passed, 1 failed" in row["message"], row["message"]
+        assert "ctest test wrong" in row["message"] and "build machine" not in row["message"], row["message"]
+        archive = (tmp_path / "prefix" / "aarch64-linux-musl" / "lib" / "libsums.a").read_bytes()
+        assert b"\x7fELF\x02\x01\x01" in archive and b"\xb7\x00" in archive  # EM_AARCH64: the target's, provided
+    finally:
+        forget_cached_dependencies(tmp_path / "sources")

@@ -20,6 +20,7 @@ from crossbuild.env import dependency_cache as deps
 from crossbuild.foundation import host, safefs
 from crossbuild.models.planner import Planner
 from crossbuild.proof.artifacts import scan_tree
+from crossbuild.proof.partial_suite import tests_alone_failed
 from crossbuild.tools.context import RunContext
 from crossbuild.trace.store import Trace
 
@@ -243,25 +244,6 @@ def _own_tests(report, failing: str | None) -> str | None:
     if report is not None and report.proof and report.proof != "tested":
         return f"verified `{report.proof}` ({(report.proof_why or '')[:200]})"
     return None
-
-
-def tests_alone_failed(report) -> str | None:
-    """When a dependency's verdict refused it only for some of its own tests failing on the target — every artifact
-    fits the target, the clean rebuild passed, at least two in three of the tests that ran passed and none crashed —
-    what failed (to be said with the result), else None. Counted in the harness's tests: one CTest test can be a
-    whole suite (libxml2's runtest: 508 cases, one error under qemu, among 5 tests), so nine in ten refused it."""
-    if report is None or not report.reasons or not report.rebuild or not report.rebuild.get("ok"):
-        return None
-    if any(not a.get("ok") for a in report.artifacts):
-        return None
-    failed = [r for r in report.smoke_runs if r.failed]
-    passed = sum(1 for r in report.smoke_runs if r.passed)
-    if not failed or len(report.reasons) != len(failed) or passed < 2 * len(failed) or any(
-            r.triage == "crashed" for r in failed):
-        return None
-    named = [f"{r.label[-120:]} ({(r.why or r.status)[:120]})" for r in failed[:3]]
-    return (f"{passed} passed, {len(failed)} failed: " + "; ".join(named)
-            + (f" and {len(failed) - 3} more" if len(failed) > 3 else ""))
 
 
 def installed_files_only(report, staged: Path) -> int:

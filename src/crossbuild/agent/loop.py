@@ -27,6 +27,7 @@ from crossbuild.foundation.background import Abandoned, call_in_thread
 from crossbuild.foundation.progress import Note
 from crossbuild.models.base import Message, Model, ProviderError, ToolCall, Turn, Usage
 from crossbuild.proof import native_check
+from crossbuild.proof.partial_suite import tests_alone_failed
 from crossbuild.proof.verify import VerifyReport, verify
 from crossbuild.tools import Toolset, default_toolset
 from crossbuild.tools.base import ErrorType, ToolResult
@@ -370,6 +371,10 @@ class Agent:
         failed = self._failed_verify
         if failed is None or not failed.only_tests_failed() or native_check.build_machine_target(
                 self.ctx.target) is None:
+            return None
+        if self.ctx.depth and tests_alone_failed(failed):
+            # a dependency provided with these few failures said (dependency_builder): the build for the build
+            # machine (its own dependencies too: minutes each) would change only how they are said
             return None
         out_dir = self._failed_verify_dir
         report = self._verify(out_dir, build_machine_check=True)
