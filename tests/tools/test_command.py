@@ -208,3 +208,45 @@ def test_the_projects_tests_started_by_run_command_are_sent_to_verify_not_switch
     assert "then call verify" in r.hint and "kb" not in r.data
     r = call("run_command", {"command": "make check TESTS=", "cwd": "src"})  # building them only: the entry's
     assert not r.ok and "build-runs-target-binary" in [k["id"] for k in r.data.get("kb", [])], r.render()
+
+
+HOST_ONLY = """OBJS := $(foreach i,$(shell seq 1 45),o$(i).o)
+all: $(OBJS)
+\tsleep 120
+o%.o: unit.c
+\tgcc -c unit.c -o $@
+"""
+
+
+def test_a_build_that_compiles_only_for_the_build_machine_is_stopped_early_and_says_so(ctx, call, monkeypatch):
+    """A Makefile that calls the host's gcc itself: 45 objects for x86_64 and none for aarch64, then it would go on
+    (here: sleeps). run_command stops it long before its own end and says why."""
+    from crossbuild.tools.foreign_objects import ForeignObjectWatch
+
+    monkeypatch.setattr(ForeignObjectWatch, "first_look_s", 1.0)  # (600 s and 200 objects for real builds)
+    monkeypatch.setattr(ForeignObjectWatch, "every_s", 0.5)
+    monkeypatch.setattr(ForeignObjectWatch, "enough", 40)
+    (ctx.root / "src" / "unit.c").write_text("int unit(void) { return 1; }\n")
+    (ctx.root / "src" / "Makefile").write_text(HOST_ONLY)
+    r = call("run_command", {"command": "make -j2", "cwd": "src", "timeout": 600})
+    assert not r.ok and r.data["stopped"] == "wrong_machine", r.message[:500]
+    assert r.data["duration_s"] < 100  # the sleep never ended: the process tree was killed
+    first = r.message.splitlines()[0]
+    assert first.startswith("[stopped: the build compiles for EM_X86_64, not for aarch64-linux-musl (EM_AARCH64):")
+    assert "did not take the cross compiler" in first
+    assert call("build_status", {}).message.count("[wrong_machine] make") == 1  # never replayed as a success
+
+
+def test_a_build_that_also_compiles_for_the_target_is_not_stopped(ctx, call, monkeypatch):
+    """Objects compiled for the build machine after the target's own are normal (a generator, CC_FOR_BUILD)."""
+    from crossbuild.tools.foreign_objects import ForeignObjectWatch
+
+    monkeypatch.setattr(ForeignObjectWatch, "first_look_s", 1.0)  # (600 s and 200 objects for real builds)
+    monkeypatch.setattr(ForeignObjectWatch, "every_s", 0.5)
+    monkeypatch.setattr(ForeignObjectWatch, "enough", 40)
+    (ctx.root / "src" / "unit.c").write_text("int unit(void) { return 1; }\n")
+    (ctx.root / "src" / "Makefile").write_text(
+        HOST_ONLY.replace("all: $(OBJS)\n\tsleep 120", "all: target.o $(OBJS)\n\tsleep 4")
+        + "target.o: unit.c\n\t$(CC) -c unit.c -o $@\n")
+    r = call("run_command", {"command": "make -j1", "cwd": "src", "timeout": 600})
+    assert r.ok and r.data["stopped"] is None, r.message[:800]

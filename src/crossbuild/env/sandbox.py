@@ -223,8 +223,10 @@ class Sandbox:
 
     def run(self, argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log_path: str | Path,
             limits: Limits = Limits(), on_output: Callable[[bytes], None] | None = None,
-            cancel: threading.Event | None = None, phase: Note | None = None) -> RunResult:
-        """Run ARGV; PHASE is what the watch is told (default: the log's name and the command)."""
+            cancel: threading.Event | None = None, phase: Note | None = None,
+            stop_when: Callable[[], str | None] | None = None) -> RunResult:
+        """Run ARGV; PHASE is what the watch is told (default: the log's name and the command). STOP_WHEN, asked
+        while it runs (it keeps its own pace), stops it with the reason it returns."""
         cwd = Path(cwd).resolve()
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -249,7 +251,8 @@ class Sandbox:
                 preexec_fn=_child_limits(limits, cgroup),
             )
             output = _OutputPump(proc, log, limits.max_output_bytes, on_output)
-            stopped = _wait(proc, deadline=start + limits.timeout_s, over_limit=output.over_limit, cancel=cancel)
+            stopped = _wait(proc, deadline=start + limits.timeout_s, over_limit=output.over_limit, cancel=cancel,
+                            stop_when=stop_when)
             if stopped:
                 _kill_tree(proc, cgroup)
             output.finish()
@@ -328,8 +331,9 @@ class _OutputPump:
 
 
 def _wait(proc: subprocess.Popen, *, deadline: float, over_limit: threading.Event,
-          cancel: threading.Event | None) -> str | None:
-    """Wait for the process; the reason it must be stopped (timeout, output_limit, cancelled) or None when it ended."""
+          cancel: threading.Event | None, stop_when: Callable[[], str | None] | None = None) -> str | None:
+    """Wait for the process; the reason it must be stopped (timeout, output_limit, cancelled, STOP_WHEN's) or None
+    when it ended."""
     while True:
         try:
             proc.wait(timeout=0.05)
@@ -342,6 +346,8 @@ def _wait(proc: subprocess.Popen, *, deadline: float, over_limit: threading.Even
             return "output_limit"
         if cancel is not None and cancel.is_set():
             return "cancelled"
+        if stop_when is not None and (reason := stop_when()):
+            return reason
 
 
 def _setlimit(which: int, value: int) -> None:

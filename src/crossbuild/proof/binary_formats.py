@@ -111,6 +111,14 @@ def _declares_fp_use(elf: ELFFile) -> bool:
                for a in subsub.iter_attributes())
 
 
+def object_machine(head: bytes) -> str | None:
+    """The machine (EM_AARCH64 ...) of an ELF relocatable object from its first bytes; None for anything else."""
+    if len(head) < 20 or head[:4] != b"\x7fELF" or head[5] not in (1, 2):
+        return None
+    e_type, e_machine = struct.unpack(("<" if head[5] == 1 else ">") + "HH", head[16:20])
+    return _E_MACHINE_NAMES.get(e_machine, hex(e_machine)) if e_type == 1 else None
+
+
 def _describe_object_header(head: bytes, rel: str, size: int) -> Artifact | None:
     """An ET_REL file described from its 64-byte header alone (objects carry no segments, dynamic section or
     symbol versions); None for any other ELF type. pyelftools costs ~10 ms a file, most of a build tree's scan."""

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from crossbuild.kb.base import error_fingerprint
 from crossbuild.proof import target_run
-from crossbuild.tools import diagnose, paths
+from crossbuild.tools import diagnose, foreign_objects, paths
 from crossbuild.tools.base import BadArguments, ErrorType, PermissionDenied, Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import CommandRecord, RunContext
 from crossbuild.tools.knowledge import attach_knowledge
@@ -220,25 +220,22 @@ def _run(ctx: RunContext, args: RunCommandArgs, auth: AuthorizedCommand) -> Tool
     limits = dataclasses.replace(ctx.command_limits, timeout_s=float(args.timeout))
     ctx.ready_to_build()
     box = target_run.build_box(ctx.sandbox, ctx.toolchain.target, ctx.toolchain.workspace, auth.env)
+    foreign = foreign_objects.ForeignObjectWatch(ctx.toolchain.workspace, ctx.toolchain.target) \
+        if ctx.toolchain.target.binary_format == "elf" else None  # no build-machine objects to tell apart elsewhere
     res = box.run(auth.argv, cwd=auth.cwd, env={**ctx.toolchain.env.as_dict(), **auth.env}, log_path=log,
-                  limits=limits, cancel=ctx.cancel)
+                  limits=limits, cancel=ctx.cancel, stop_when=foreign)
     shown_log = paths.display(ctx, log.resolve())
     whole, tail = _log_end(log)  # read once: the ignored-errors check and the knowledge match both use it
     ignored = _ignored_objects(whole) if res.ok else []
     stopped = res.stopped or ("ignored_errors" if ignored else None)  # not a success: no clean rebuild replays it
     ctx.record(CommandRecord(argv=auth.argv, cwd=paths.display(ctx, auth.cwd), exit_code=res.returncode,
                              stopped=stopped, log=shown_log, duration_s=res.duration_s, env=auth.env))
-    if ignored:
-        status = (f"[exit=0, but make ignored a missing command in the recipes of {len(ignored)} object "
-                  f"file{'s' if len(ignored) > 1 else ''}: {ignored[0]}]")
-    elif res.stopped == "timeout":
-        status = f"[timed out after {args.timeout}s]"
-    elif res.stopped == "cancelled":
-        status = "[cancelled]"
-    elif res.stopped == "output_limit":
-        status = f"[stopped: output passed {ctx.command_limits.max_output_bytes >> 20} MB]"
-    else:
-        status = f"[exit={res.returncode}]"
+    stops = {"timeout": f"[timed out after {args.timeout}s]", "cancelled": "[cancelled]",
+             "output_limit": f"[stopped: output passed {ctx.command_limits.max_output_bytes >> 20} MB]",
+             foreign_objects.STOPPED: f"[stopped: {foreign.finding if foreign else ''}]"}
+    status = (f"[exit=0, but make ignored a missing command in the recipes of {len(ignored)} object "
+              f"file{'s' if len(ignored) > 1 else ''}: {ignored[0]}]") if ignored else \
+        stops.get(res.stopped or "", f"[exit={res.returncode}]")
     body, lines = summarize_log(log, skip_header=2)
     made_note = f"(cwd {made}/ did not exist: made first, as `mkdir -p {made}`)\n" if made else ""
     message = f"{status} {shlex.join(auth.argv)}  ({res.duration_s:.1f}s)\n{made_note}{body}\n" \
