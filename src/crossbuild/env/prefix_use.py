@@ -66,8 +66,8 @@ def records_text(workspace: Path) -> Iterable[bytes]:
 
 def used_sources(prefix: Path, workspace: Path) -> list[tuple[str, str | None]]:
     """(Debian source, version) of each dependency PREFIX records that the builds in WORKSPACE used."""
-    left = {(r.source, r.version): re.compile("|".join(sorted(markers(r.files))).encode())
-            for r in dependency_cache.recorded(prefix) if markers(r.files)}
+    named = {(r.source, r.version): markers(r.files) for r in dependency_cache.recorded(prefix)}
+    left = {key: re.compile("|".join(sorted(found)).encode()) for key, found in named.items() if found}
     used: set[tuple[str, str | None]] = set()
     for text in records_text(workspace):
         for key, pattern in list(left.items()):
