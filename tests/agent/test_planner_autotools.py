@@ -207,3 +207,28 @@ def test_a_perl_module_configure_requires_is_provided_for_the_build_machines_per
     assert "looked for YAML::Tiny on the build machine" in out["message"], out["message"]
     assert out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
     assert (tmp_path / "ws" / "build" / "yaml-tiny.txt").read_text().strip()[:1].isdigit()
+
+
+@pytest.mark.slow
+def test_a_configure_that_stops_at_one_optional_feature_after_another_gets_a_round_for_each(tmp_path):
+    """avahi's configure stops at one optional dependency after another (the distribution, glib, gobject, GTK 3,
+    D-Bus, gdbm): each round of fixes moves it on to a failure not seen before. Nine such features, each turned
+    off by the switch around its check, need more rounds than a build that keeps failing the same way gets."""
+    features = "".join(
+        f"AC_ARG_WITH([frob{n}], [AS_HELP_STRING([--without-frob{n}], [no frob{n}])], [], [with_frob{n}=yes])\n"
+        f"AS_IF([test \"x$with_frob{n}\" != xno], [AC_CHECK_HEADER([frob{n}-nowhere.h], [],\n"
+        f"  [AC_MSG_ERROR([the frob{n} backend is unusable on this system])])])\n" for n in range(1, 10))
+    src = _project(tmp_path / "frobs", {
+        "configure.ac": f"AC_INIT([frobs], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\nAC_PROG_RANLIB\n"
+                        f"{features}AC_CONFIG_FILES([Makefile])\nAC_OUTPUT\n",
+        "Makefile.am": "lib_LIBRARIES = libfrobs.a\nlibfrobs_a_SOURCES = frobs.c\ncheck_PROGRAMS = frobs_test\n"
+                       "frobs_test_SOURCES = frobs_test.c\nfrobs_test_LDADD = libfrobs.a\nTESTS = frobs_test\n",
+        "frobs.c": "int frobs(void) { return 9; }\n",
+        "frobs_test.c": "int frobs(void);\nint main(void) { return frobs() == 9 ? 0 : 1; }\n",
+    })
+    r, out = _build(tmp_path, str(src), "aarch64-linux-musl")
+    assert r.returncode == 0, out.get("message", "") + r.stderr[-2000:]
+    assert out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
+    configures = [line for line in (tmp_path / "ws" / ".xbuild" / "commands.jsonl").read_text().splitlines()
+                  if "/configure" in line]
+    assert all(f"--without-frob{n}" in configures[-1] for n in range(1, 10)), configures[-1]

@@ -17,7 +17,7 @@ from crossbuild.models.planner.apart import BuildApart, split_note
 from crossbuild.models.planner.fixes import Fixes
 from crossbuild.models.planner.recipe import RecipeFacts
 from crossbuild.models.planner.remedies import Remedies
-from crossbuild.models.planner.state import BUILD_TIMEOUT_S, MAX_ATTEMPTS, PlannerState
+from crossbuild.models.planner.state import BUILD_TIMEOUT_S, MAX_ATTEMPTS, PlannerState, count_progress
 from crossbuild.tools.base import Toolset
 
 # After a failed verdict only fixes that change how the same code is compiled are taken (-fno-builtin for a test
@@ -225,6 +225,7 @@ class Planner(RecipeFacts, Remedies, BuildApart, Fixes):
             return
         step = s.recipe[s.step]
         first = result.text.splitlines()[0][:200]
+        count_progress(s, data, result.text)
         if step["phase"] == "check":  # test programs that do not build are not the product: skip, say so
             exact = [k for k in data.get("kb") or [] if k.get("fit", "fix") == "fix"]
             if exact and self._rebuild_with_fixes(exact, keep_tests=True):

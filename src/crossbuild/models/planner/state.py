@@ -12,6 +12,9 @@ from crossbuild.proof.tests_off import turns_tests_off
 from crossbuild.tools.base import Toolset
 
 MAX_ATTEMPTS = 6  # configure/build cycles, each after applying at least one new fix
+# rounds given back when a round's fixes moved the failure on to one not seen before (avahi's configure: the
+# distribution, then glib, gobject, GTK 3, D-Bus, gdbm, each a new optional dependency): progress, not a loop
+PROGRESS_ROUNDS = 8
 
 BUILD_TIMEOUT_S = 3600
 
@@ -32,6 +35,8 @@ class PlannerState:
     output_dir: str = "build"
     step: int = 0
     attempts: int = 0
+    failures_seen: list[str] = field(default_factory=list)  # what each failed step said (failure_identity)
+    progress_rounds: int = 0  # rounds given back for progress (PROGRESS_ROUNDS)
     extra: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in (
         "cmake_args", "meson_args", "configure_args", "make_args")})
     applied: set[str] = field(default_factory=set)
@@ -121,3 +126,29 @@ def restart_index(recipe: list[dict[str, Any]]) -> int:
             return i
     return next((i for i, step in enumerate(recipe) if step["phase"] != "prepare"), 0)
 
+
+_NUMBERS = re.compile(r"\d+")
+
+
+def failure_identity(data: dict[str, Any], text: str) -> str:
+    """What a failed step's result says failed, for telling a new failure from one seen before: what the diagnosis
+    names as missing, the knowledge-base entries that matched, and the last line that says `error` (numbers
+    aside); not the command line, which every round's fixes change."""
+    diagnosis = data.get("diagnosis") or {}
+    named = sorted({*(diagnosis.get("missing") or []), *(diagnosis.get("programs") or []),
+                    *(k.get("id", "") for k in data.get("kb") or [])})
+    errors = [line for line in text.splitlines()[1:] if "error" in line.lower()]
+    return json.dumps([named, _NUMBERS.sub("#", errors[-1].strip())[:200] if errors else ""])
+
+
+def count_progress(s: PlannerState, data: dict[str, Any], text: str) -> None:
+    """A failure not seen before, after a round of fixes: that round moved the build on (an optional dependency
+    built or turned off, and configure stops at the next one), so it is given back, up to PROGRESS_ROUNDS. A
+    failure seen before gives nothing back: a loop still ends."""
+    seen = failure_identity(data, text)
+    if seen in s.failures_seen:
+        return
+    s.failures_seen.append(seen)
+    if s.attempts and len(s.failures_seen) > 1 and s.progress_rounds < PROGRESS_ROUNDS:
+        s.attempts -= 1
+        s.progress_rounds += 1
