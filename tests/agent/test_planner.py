@@ -447,3 +447,29 @@ def test_a_failed_lookups_cache_entry_names_what_it_looked_for():
     assert [_looked_up(e) for e in ("CMOCKA_INCLUDE_DIR", "CMOCKA_LIBRARY", "GTest_DIR", "ZLIB_LIBRARY_RELEASE",
                                      "check_INCLUDE_DIRS", "VALGRIND_PROGRAM", "DOXYGEN_EXECUTABLE", "HAVE_FOO")] \
         == ["CMOCKA", "CMOCKA", "GTest", "ZLIB", "check", None, None, None]
+
+
+def test_a_build_stopped_for_compiling_for_the_build_machine_is_not_retried_with_the_same_system():
+    """qtbase's configure takes the host's g++: run_command stops its make after ten minutes. No flag or retry the
+    planner knows makes it take the cross compiler, so the planner says so at once rather than spending ten more
+    minutes per round of related fixes (the werror entry matched its -Wall flags); another build system the source
+    ships is still tried first."""
+    stopped = {"stopped": "wrong_machine", "kb": [{"id": "werror-project-flags", "fit": "related", "actions": [
+        {"kind": "env", "env": {"CROSSBUILD_NO_WERROR": "1"}}]}]}
+    text = ("[stopped: the build compiles for EM_X86_64, not for aarch64-linux-musl (EM_AARCH64): 240 object files "
+            "written since this command started, none for the target] make -j1  (601.3s)")
+    for others, expected in (([], "blocked"), (["cmake"], "steps")):
+        planner = Planner()
+        planner._observe(Message("tool", "status", name="build_status", data={
+            "build_system": "configure", "other_build_systems": others, "recipe": [
+                {"argv": ["./configure"], "cwd": "src", "phase": "configure", "env": {}},
+                {"argv": ["make", "-j1"], "cwd": "src", "phase": "build", "env": {}}]}))
+        planner._observe(Message("tool", "[exit=0] ./configure", name="run_command", data={}))
+        planner._observe(Message("tool", text, name="run_command", is_error=True, data=stopped))
+        assert planner.state.phase == expected, planner.state.phase
+        assert planner.state.pending_switch == (others[0] if others else None)  # the source's other system next
+        assert planner.state.attempts <= 1 and not planner.state.applied  # no related fix taken
+        if expected == "blocked":
+            assert planner.state.blocked_reason == (
+                "`make -j1` was stopped: the build compiles for EM_X86_64, not for aarch64-linux-musl (EM_AARCH64): "
+                "240 object files written since this command started, none for the target")

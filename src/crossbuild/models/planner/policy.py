@@ -18,6 +18,7 @@ from crossbuild.models.planner.fixes import Fixes
 from crossbuild.models.planner.recipe import RecipeFacts
 from crossbuild.models.planner.remedies import Remedies
 from crossbuild.models.planner.state import BUILD_TIMEOUT_S, MAX_ATTEMPTS, PlannerState, count_progress
+from crossbuild.tools import foreign_objects
 from crossbuild.tools.base import Toolset
 
 # After a failed verdict only fixes that change how the same code is compiled are taken (-fno-builtin for a test
@@ -226,6 +227,12 @@ class Planner(RecipeFacts, Remedies, BuildApart, Fixes):
         step = s.recipe[s.step]
         first = result.text.splitlines()[0][:200]
         count_progress(s, data, result.text)
+        if data.get("stopped") == foreign_objects.STOPPED:  # the host's compiler: no flag or retry changes that
+            if not self._another_system(step, first):
+                said = result.text.splitlines()[0]
+                s.phase = "blocked"
+                s.blocked_reason = f"`{shlex.join(step['argv'])}` was {said[1:said.rfind(']')]}"
+            return
         if step["phase"] == "check":  # test programs that do not build are not the product: skip, say so
             exact = [k for k in data.get("kb") or [] if k.get("fit", "fix") == "fix"]
             if exact and self._rebuild_with_fixes(exact, keep_tests=True):
