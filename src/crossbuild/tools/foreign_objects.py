@@ -52,8 +52,7 @@ class ForeignObjectWatch:
                     or entry.st.st_mtime < self.started:
                 continue
             try:
-                fd = os.open(entry.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=entry.dir_fd)
-                with os.fdopen(fd, "rb") as f:
+                with os.fdopen(safefs.open_regular_at(entry.dir_fd, entry.name), "rb") as f:
                     machine = object_machine(f.read(64))
             except OSError:
                 continue
