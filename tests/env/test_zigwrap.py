@@ -35,6 +35,32 @@ def test_plain_compile_adds_target_and_keeps_args():
     assert "-Wl,--undefined-version" not in c  # no link step, no linker flag
 
 
+def _included(command):
+    return [command[i + 1] for i, a in enumerate(command) if a == "-include"]
+
+
+def test_forced_includes_go_in_front_of_c_and_cxx_compiles_only():
+    headers = "sys/types.h limits.h cstdint"
+    assert _included(cmd(["-c", "x.c"], force_include=headers)) == ["sys/types.h", "limits.h"]
+    assert _included(cmd(["-c", "x.cpp"], driver="c++", force_include=headers)) == ["sys/types.h", "limits.h",
+                                                                                    "cstdint"]
+    # a C++ header never in front of C, a C typedef never in front of assembly or preprocessed input
+    assert _included(cmd(["-c", "x.c"], driver="c++", force_include="cstdint")) == []
+    assert _included(cmd(["-c", "x.S"], force_include=headers)) == []
+    assert _included(cmd(["-x", "assembler-with-cpp", "-c", "x.c"], force_include=headers)) == []
+    assert _included(cmd(["-c", "x.i"], force_include=headers)) == []
+    # a link of objects compiles nothing
+    assert _included(cmd(["x.o", "-o", "prog"], force_include=headers)) == []
+    # one source compiled and linked at once: in front of it
+    assert _included(cmd(["x.c", "-o", "prog"], force_include="sys/types.h")) == ["sys/types.h"]
+
+
+def test_a_forced_include_that_names_a_path_is_left_out_and_said():
+    plan = rewrite_cc(["-c", "x.c"], **KW, force_include="/etc/shadow ../../etc/passwd sys/../x.h ok.h")
+    assert _included(plan.commands[0]) == ["ok.h"]
+    assert sum("not a system header's name" in n for n in plan.notes) == 3
+
+
 def test_no_werror_drops_the_projects_werror_flags():
     c = cmd(["-Wall", "-Werror", "-Werror=format", "-pedantic-errors", "-c", "x.c"], no_werror=True)
     assert "-Werror" not in c and "-Werror=format" not in c and "-pedantic-errors" not in c

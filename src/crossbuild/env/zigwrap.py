@@ -113,7 +113,8 @@ _LIBCXX_KEPT = ("UNARY_BINARY_FUNCTION", "BINDERS", "AUTO_PTR", "RANDOM_SHUFFLE"
 def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch: str, binary_format: str,
                bindir: str, exists=os.path.exists, is_object=_is_object_file, no_werror: bool = False,
                pie: bool = False, prefix: str | None = None, cxx_runtime: str | None = None,
-               needs_runtime=None, program_loader: str | None = None, holds_cxx=None) -> Plan:
+               needs_runtime=None, program_loader: str | None = None, holds_cxx=None,
+               force_include: str = "") -> Plan:
     """Plan the zig call(s) for `zcc`/`zxx ARGS` (driver is "cc" or "c++"). no_werror ($CROSSBUILD_NO_WERROR=1):
     the project's -Werror flags are dropped, whatever build file added them. ELF code is compiled
     position-independent unless the project says otherwise; pie ($CROSSBUILD_PIE=1): whatever it says, and
@@ -123,7 +124,8 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
     one that needs it (NEEDS_RUNTIME), link that shared runtime instead of zig's static one; so does a shared
     library the C driver links from C++ objects or archives (HOLDS_CXX reads them). PROGRAM_LOADER
     ($CROSSBUILD_PROGRAM_LOADER, the build-machine check's): dynamic programs name that loader, and its folder as
-    their run path, so a script can start them on this machine."""
+    their run path, so a script can start them on this machine. FORCE_INCLUDE ($CROSSBUILD_FORCE_INCLUDE, the
+    knowledge base's musl entries): headers every C and C++ compile includes first (see _forced_includes)."""
     plan = Plan(macho=binary_format == "macho")
     holds_cxx = holds_cxx or _holds_cxx_code
 
@@ -260,6 +262,7 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
         base += [f"-D_WASI_EMULATED_{name.upper()}" for name in _WASI_EMULATED]
         if link and (sources or out) and "-r" not in args and not any(a == "-nostdlib" for a in args):
             tail += [f"-lwasi-emulated-{name.replace('_', '-')}" for name in _WASI_EMULATED]
+    base += _forced_includes(force_include, driver, sources, args, plan)
     if driver == "c++":
         # code written against libstdc++ uses them in C++17 (Boost 1.74's hash derives from std::unary_function):
         # built as g++ builds it, not refused by the library zig links instead
@@ -300,6 +303,31 @@ def rewrite_cc(args: list[str], *, driver: str, zig: str, zig_target: str, arch:
         return _with_shared_runtime(plan, base, out, tail, sources, cxx_runtime, shared, args)
     plan.commands.append(base + out + tail)
     return plan
+
+
+# A header name a forced include may take: a system header's relative name, never a path that climbs or starts at /
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*(\.h|\.hpp)?$")
+_NOT_C_FAMILY = (".s", ".S", ".sx", ".i", ".ii")  # assembly and preprocessed sources: no header goes in front
+_CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C", ".cp", ".mm")
+
+
+def _forced_includes(names: str, driver: str, sources: list[str], args: list[str], plan: Plan) -> list[str]:
+    """`-include H` for each header NAMES lists (space-separated): what glibc's headers declare through their own
+    includes and musl's do not (`ulong` comes with glibc's <stdlib.h>, from <sys/types.h> in both). Only for
+    compiles of C or C++ sources: never assembly (a C typedef in front of it is an error), never preprocessed
+    input; a header without a .h suffix (<cstdint>) only when every source is C++."""
+    languages = [v for a, v in zip(args, args[1:], strict=False) if a == "-x"]
+    if not names or not sources or any(s.endswith(_NOT_C_FAMILY) for s in sources) or any(
+            v.startswith(("assembler", "cpp-output")) for v in languages):
+        return []
+    cxx = all(s.endswith(_CXX_SUFFIXES) or (driver == "c++" and not s.endswith((".c", ".m"))) for s in sources)
+    out: list[str] = []
+    for name in names.split():
+        if not _HEADER_NAME.match(name):
+            plan.notes.append(f"CROSSBUILD_FORCE_INCLUDE: {name!r} is not a system header's name; left out")
+        elif name.endswith((".h", ".hpp")) or cxx:
+            out += ["-include", name]
+    return out
 
 
 _CXX_LIBS = {"stdc++", "c++", "c++abi", "supc++"}  # -l names that make a link a C++ one
@@ -552,7 +580,8 @@ def plan_for(tool: str, args: list[str], *, zig: str, zig_target: str, arch: str
                           pie=os.environ.get("CROSSBUILD_PIE") == "1",
                           prefix=os.environ.get("CROSSBUILD_PREFIX") or None,
                           cxx_runtime=os.environ.get("CROSSBUILD_SHARED_CXX_RUNTIME") or None,
-                          program_loader=os.environ.get("CROSSBUILD_PROGRAM_LOADER") or None)
+                          program_loader=os.environ.get("CROSSBUILD_PROGRAM_LOADER") or None,
+                          force_include=os.environ.get("CROSSBUILD_FORCE_INCLUDE", ""))
     if tool in ("ar", "ranlib", "objcopy", "dlltool"):
         return Plan(commands=[[zig, tool, *args]])
     if tool == "ld":

@@ -58,7 +58,9 @@ class RunCommandArgs(ToolArgs):
                                             "{\"CFLAGS\": \"-O2\"} or {\"CROSSBUILD_NO_WERROR\": \"1\"} (drops "
                                             "-Werror in the compiler wrapper), or {\"CROSSBUILD_EMULATE_TARGET\": "
                                             "\"1\"} (programs built for the target that the command starts, such "
-                                            "as a generator compiled with $CC, run under the target's emulator). "
+                                            "as a generator compiled with $CC, run under the target's emulator), "
+                                            "or {\"CROSSBUILD_FORCE_INCLUDE\": \"sys/types.h\"} (headers every "
+                                            "C and C++ compile includes first, space-separated). "
                                             "The toolchain's own variables (CC, PATH, PKG_CONFIG...) cannot be "
                                             "changed.")
     timeout: int = Field(DEFAULT_TIMEOUT_S, ge=1, le=MAX_TIMEOUT_S,

@@ -13,6 +13,8 @@ from crossbuild.env import debian_rules, recipes
 from crossbuild.models.planner.state import ARG_KIND, PlannerParts, action_key, innermost, restart_index
 from crossbuild.proof.tests_off import turns_tests_off
 
+FORCE_INCLUDE = "CROSSBUILD_FORCE_INCLUDE"  # the compiler wrapper's list of headers to include first (zigwrap.py)
+
 
 class Fixes(PlannerParts):
     """Rounds of fixes: each applies at least one action not applied before."""
@@ -122,6 +124,9 @@ class Fixes(PlannerParts):
                     s.extra["configure_args"] += action.get("args", [])
                 elif kind == "env":
                     s.env.update(dict(a.split("=", 1) for a in action.get("args", []) if "=" in a))
+                elif kind == "force_include":  # every build system's compiles, through the wrapper's variable
+                    headers = s.env.get(FORCE_INCLUDE, "").split()
+                    s.env[FORCE_INCLUDE] = " ".join([*headers, action["file"]])
                 elif kind == "clean":  # cmake, meson, autotools out of tree: every restart starts from a new folder
                     s.make_clean = s.system in ("make", "configure") or s.in_tree
                 elif kind == "disable_option" and s.system in ("cmake", "meson", "autotools", "configure"):
@@ -228,6 +233,8 @@ def _describe(action: dict[str, Any]) -> str:
         return "the build system made again with autoreconf -fi, as Debian's dh_autoreconf does"
     if kind == "cross_libtool":
         return "a libtool for the target, made with the toolchain's configure"
+    if kind == "force_include":
+        return f"-include {action['file']} in every C and C++ compile ({FORCE_INCLUDE})"
     if kind == "stub_file":
         return f"an empty stand-in for the missing {Path(action['file']).name} (built without what it held)"
     if kind == "patch":
