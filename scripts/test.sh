@@ -17,4 +17,4 @@ if [ -n "$old" ]; then
   (echo "$old" | xargs -d '\n' nice -n 19 rm -rf >/dev/null 2>&1 &)
 fi
 # --durations: the slowest tests, printed in every run (CI too), show where the suite's time goes
-exec .venv/bin/python -m pytest -n auto --dist worksteal --durations=25 --basetemp "$this" "$@"
+exec .venv/bin/python -m pytest -n auto --dist worksteal --durations=50 --basetemp "$this" "$@"
