@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(qemu-user qemu-user-static bubblewrap cmake make gcc g++ pkgconf autoconf automake autotools-dev libtool libtool-bin file dpkg-dev llvm
+          autopoint  # autoreconf runs it for gettext projects, as dh_autoreconf's set has it (its archive is not a tool
+                     # crossbuild can provide alone: /usr/share/gettext is the host's)
           libc6-arm64-cross libc6-riscv64-cross libc6-armhf-cross openssl
           ccache  # the workspace's compile cache: the clean rebuild takes the first build's objects (compile_cache.py)
           chromium)  # chromium: the web page's browser tests (driven headless by Playwright)

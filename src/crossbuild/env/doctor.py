@@ -58,6 +58,8 @@ def run_checks() -> list[Check]:
     checks.append(_tool("pkg-config", "apt-get install pkgconf"))
     checks.append(_tool("autoreconf", "apt-get install autoconf automake libtool", required=False))
     checks.append(_tool("libtoolize", "apt-get install libtool", required=False))
+    checks.append(_tool("autopoint", "apt-get install autopoint (autoreconf runs it for gettext projects)",
+                        required=False))
     checks.append(_tool("cc", "apt-get install gcc (the build machine's compiler, for CC_FOR_BUILD)"))
     wine = host.find_wine()
     checks.append(Check("wine64", "ok", f"{_version([wine, '--version']) or '?'} ({wine}): Windows test programs run "
