@@ -1178,6 +1178,46 @@ def test_an_edited_local_dependency_is_built_again_not_reused_from_the_cache(tmp
     assert "TABLES_EDITED" in (tmp_path / "edited" / "prefix" / "include" / "tables.h").read_text()
 
 
+GENERATED_TABLES_DEPENDENCY = {  # like sqlite3: its build compiles a generator with the build machine's compiler
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(gentables C)\n"
+                      "add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/gen COMMAND $ENV{CC_FOR_BUILD} -o "
+                      "${CMAKE_BINARY_DIR}/gen ${CMAKE_SOURCE_DIR}/gen.c DEPENDS gen.c)\n"
+                      "add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/lengths.h COMMAND ${CMAKE_BINARY_DIR}/gen > "
+                      "${CMAKE_BINARY_DIR}/lengths.h DEPENDS ${CMAKE_BINARY_DIR}/gen)\n"
+                      "add_library(tables STATIC tables.c ${CMAKE_BINARY_DIR}/lengths.h)\n"
+                      "target_include_directories(tables PRIVATE ${CMAKE_BINARY_DIR} PUBLIC "
+                      "$<INSTALL_INTERFACE:include>)\n"
+                      "install(TARGETS tables EXPORT tablesTargets ARCHIVE DESTINATION lib)\n"
+                      "install(FILES tables.h DESTINATION include)\n"
+                      "install(EXPORT tablesTargets FILE tablesConfig.cmake DESTINATION lib/cmake/tables)\n",
+    "gen.c": "#include <stdio.h>\nint main(void) { puts(\"#define LENGTHS {1, 2, 3, 4}\"); return 0; }\n",
+    "tables.h": TABLES_DEPENDENCY["tables.h"],
+    "tables.c": "#include \"tables.h\"\n#include \"lengths.h\"\nint tables_lengths[4] = LENGTHS;\n"
+                "int tables_sum(void) {\n  int s = 0;\n  for (int i = 0; i < 4; i++) s += tables_lengths[i];\n"
+                "  return s;\n}\n",
+}
+
+
+@pytest.mark.slow
+def test_a_dependency_whose_build_compiles_a_generator_for_the_build_machine_is_provided(tmp_path):
+    """sqlite3 as a dependency (bzrtp's, in the sample): its lemon and mkkeywordhash, compiled by the build
+    machine's compiler as recorded, were refused as products for the wrong machine, because a dependency installs
+    into a staged prefix and the verdict looked for the install in the workspace's install/ alone."""
+    _write_projects(tmp_path, {"gentables": GENERATED_TABLES_DEPENDENCY, "usetables": SHARED_LIBRARY_USING_TABLES})
+    r, out = _build(tmp_path, str(tmp_path / "usetables"), "aarch64-linux-musl",
+                    "--prefix", str(tmp_path / "prefix"), "--dep-source", f"tables={tmp_path / 'gentables'}")
+    deps_calls = _dependency_calls(tmp_path / "runs.db", out["run_id"])
+    assert deps_calls and deps_calls[0]["ok"], deps_calls
+    assert out["status"] == "verified", r.stdout[-3000:] + r.stderr[-2000:]
+    assert (tmp_path / "prefix" / "lib" / "libtables.a").is_file()
+    assert [s["passed"] for s in out["verify"]["smoke_runs"] if s["path"] == "sum"] == [True]
+    # the dependency's own verdict named the generator as a build-machine tool, not a product
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    [dep_verdict] = [json.loads(v) for (v,) in conn.execute(
+        "SELECT verify_json FROM runs WHERE source=? AND verify_json IS NOT NULL", (str(tmp_path / "gentables"),))]
+    assert dep_verdict["build_tools"] == ["gen"], dep_verdict.get("reasons")
+
+
 TAP_RUNNER = r"""
 /* like libuv's uv_run_tests: each test in a child that abort()s when a check fails; the runner prints TAP, then
    the child's output prefixed "# " */

@@ -396,7 +396,8 @@ class Agent:
                         rebuild_steps=replay_steps(self.ctx) or None, rebuild_edits=self.ctx.edited,
                         build_machine_check=build_machine_check,
                         provide_dependencies=lambda target, prefix: provide_again(self.ctx, target, prefix),
-                        suite_budget_s=DEPENDENCY_SUITE_S if self.ctx.depth else None)
+                        suite_budget_s=DEPENDENCY_SUITE_S if self.ctx.depth else None,
+                        install_dir=self.ctx.install_dir)
         self.emit(Event("verify", {"step": self.steps, "ok": report.ok, "reasons": report.reasons[:10],
                                    "counts": report.counts, "output_dir": out_dir, "proof": report.proof,
                                    "proof_counts": report.proof_counts, "proof_why": report.proof_why}))

@@ -36,9 +36,10 @@ def _digest(anchor: Path | str, rel: str) -> tuple[int, str] | None:
 class BuildMachineOutputs:
     """The record of one workspace's build-machine compilers, and the checks that go with it."""
 
-    def __init__(self, toolchain: Toolchain | None, installed: set[str] | None):
+    def __init__(self, toolchain: Toolchain | None, installed: set[str] | None, install_dir: Path | None = None):
         self.toolchain = toolchain
         self.installed = installed  # the install's file names; None: no install of target binaries to tell by
+        self.install_dir = install_dir or (toolchain.workspace / "install" if toolchain is not None else None)
         self.recorded: dict[str, set[str]] = {}
         self._source_sizes: dict[int, list[str]] | None = None
         self._source_digests: set[str] = set()
@@ -63,7 +64,7 @@ class BuildMachineOutputs:
                 or Path(a.path).name in self.installed):
             return False
         path = os.path.normpath(os.path.join(os.path.realpath(anchor), a.path))
-        install = os.path.join(str(self.toolchain.workspace), "install")
+        install = os.path.normpath(str(self.install_dir))
         if path == install or path.startswith(install + os.sep) or path not in self.recorded:
             return False
         found = _digest(anchor, a.path)

@@ -170,7 +170,7 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
            rebuild_edits: Sequence[str] = (), smoke_timeout_s: float = 60.0,
            build_machine_check: bool = False, steps_taken: list[BuildStep] | None = None,
            provide_dependencies: native_check.DependencyProvider | None = None,
-           suite_budget_s: float | None = None) -> VerifyReport:
+           suite_budget_s: float | None = None, install_dir: Path | None = None) -> VerifyReport:
     """The verdict on the build folder ROOT. A clean rebuild (REBUILD_STEPS) starts from the source as it was
     prepared, with the files the agent edited (REBUILD_EDITS, workspace-relative) laid over it. With
     BUILD_MACHINE_CHECK, test programs that failed without a crash, when nothing else stands in the verdict's way,
@@ -178,7 +178,9 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     PROVIDE_DEPENDENCIES puts in its prefix. SUITE_BUDGET_S bounds the project's whole test suite (a dependency's:
     past it, the suite is unfinished and the verdict cannot be `tested`). STEPS_TAKEN (default:
     REBUILD_STEPS) are the recorded commands read for tests switched off; without a usable test suite, crossbuild's
-    probes run every product on the target (exercise.py), and the proof level says what ran (levels.py)."""
+    probes run every product on the target (exercise.py), and the proof level says what ran (levels.py).
+    INSTALL_DIR: where the build installed (default <workspace>/install; a dependency's staged prefix), which
+    tells its build-machine tools from its products (for_build.py)."""
     root = Path(os.path.abspath(root))
     report = VerifyReport(target=target.name, root=str(root), run_tests=run_tests)
     if root.is_symlink() or not root.is_dir():  # a build may replace its output folder by a link to host files
@@ -203,8 +205,9 @@ def verify(root: str | Path, target: Target, *, toolchain: Toolchain | None = No
     bad: list[tuple[Artifact, list[str]]] = []
     identities: list[tuple[Path, str, str, tuple[int, ...] | None]] = []  # each product as it was before the tests
     root_id = _identity(root.parent, root.name)
-    installed = _installed_names(toolchain)
-    for_build = BuildMachineOutputs(toolchain, installed)
+    install_dir = install_dir or (toolchain.workspace / "install" if toolchain is not None else None)
+    installed = _installed_names(toolchain, install_dir)
+    for_build = BuildMachineOutputs(toolchain, installed, install_dir)
     note("reading every artifact's format and architecture", "artifact scan")
     for anchor, scan in _scans(root, toolchain):
         shown = _shown(root, anchor)
@@ -443,13 +446,15 @@ def _default_box(root: Path, toolchain: Toolchain | None) -> Sandbox:
     return sandbox.for_toolchain(toolchain) if toolchain is not None else sandbox.for_tree(root)
 
 
-def _installed_names(toolchain: Toolchain | None) -> set[str] | None:
-    """The file names the project's install put into <workspace>/install, or None when nothing target-built was
-    installed there (then no program can be told apart as a build-machine tool)."""
-    if toolchain is None:
+def _installed_names(toolchain: Toolchain | None, install: Path | None) -> set[str] | None:
+    """The file names the project's install put into INSTALL (in its workspace), or None when nothing target-built
+    was installed there (then no program can be told apart as a build-machine tool)."""
+    if toolchain is None or install is None:
         return None
-    install = toolchain.workspace / "install"
-    if not install.is_dir() or install.is_symlink():
+    try:  # reached without following a link: the build could have made a folder on the way one
+        if not safefs.is_dir(toolchain.workspace, install.relative_to(toolchain.workspace)):
+            return None
+    except ValueError:
         return None
     scan = scan_tree(install)
     if not any(not check_artifact(a, toolchain.target) for a in scan.artifacts):

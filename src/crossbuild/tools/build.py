@@ -219,7 +219,8 @@ def _verify(ctx: RunContext, args: VerifyArgs, real: Path) -> ToolResult:
                     rebuild_steps=(steps or None) if rebuild else None, steps_taken=steps,
                     rebuild_edits=ctx.edited, smoke_timeout_s=args.timeout,
                     build_machine_check=args.build_machine_check,
-                    provide_dependencies=lambda target, prefix: provide_again(ctx, target, prefix))
+                    provide_dependencies=lambda target, prefix: provide_again(ctx, target, prefix),
+                    install_dir=ctx.install_dir)
     text = report.summary(paths.display(ctx, real))
     ctx.last_verdict = {"path": paths.display(ctx, real), "ok": report.ok, "proof": report.proof,
                         "reasons": report.reasons[:5], "report": report.to_dict()}  # whole, for MCP's resource

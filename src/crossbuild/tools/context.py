@@ -152,6 +152,14 @@ class RunContext:
                 self._layer_made = True
 
     @property
+    def install_dir(self) -> Path:
+        """Where this build's install puts its files: the staged prefix of a dependency (DESTDIR + prefix), else
+        the workspace's install/."""
+        if self.destdir is not None and self.install_prefix is not None:
+            return self.destdir / str(self.install_prefix).lstrip("/")
+        return self.root / "install"
+
+    @property
     def watch(self) -> Watch:
         """Who watches this context's work (its commands, verify's phases) and can cancel it."""
         return self.sandbox.watch
