@@ -120,10 +120,14 @@ def test_build_status_names_the_variables_the_top_cmake_file_needs_true_to_build
         "if(ENABLE_VALGRIND_TESTS)\n  add_test(NAME d COMMAND d)\nendif()\n"
         "if(BUILD_EXAMPLES)\n  add_subdirectory(examples)\nendif()\n"
         "option(ENABLE_TESTS \"tests\" OFF)\nif(ENABLE_TESTS OR ENABLE_PERF_TESTS)\n  enable_testing()\n"
-        "endif()\n")
+        "endif()\n"
+        # dmlc-core: a folder below a test folder, behind a switch declared by the project's own macro
+        "if(GOOGLE_TEST)\n  add_subdirectory(test/unittest)\nendif()\n"
+        "if(WITH_TOOLS)\n  add_subdirectory(tools/contest)\nendif()\n")
     r = call("run_command", {"command": "cmake -S src -B build"})
     assert r.ok, r.render()
-    assert call("build_status").data["test_variables"] == ["BUILD_TEST", "WITH_CHECKS", "GD_TESTS", "ENABLE_TESTS"]
+    assert call("build_status").data["test_variables"] == ["BUILD_TEST", "WITH_CHECKS", "GD_TESTS", "ENABLE_TESTS",
+                                                           "GOOGLE_TEST"]
 
 
 def test_the_dependencies_a_session_provided_are_remembered_by_a_reopened_workspace(ctx):

@@ -98,7 +98,7 @@ def test_variables(root: Path, source: str = "src") -> list[str]:
     found: list[str] = []
     for cmd in cmds:
         if cmd.name in ("enable_testing", "add_test") or (
-                cmd.name == "add_subdirectory" and cmd.args and _TEST_FOLDER.search(cmd.args[0].strip('"'))):
+                cmd.name == "add_subdirectory" and cmd.args and _test_folder(cmd.args[0])):
             for branch in cmake_lists.enclosing_branches(cmds, cmd.line):
                 for condition, held in branch.conditions:
                     terms = cmake_lists.switch_terms(condition.args, held) or (
@@ -106,6 +106,12 @@ def test_variables(root: Path, source: str = "src") -> list[str]:
                     found += [name for name, value in terms.items()
                               if value and name not in found and turns_tests_on(name)]
     return found
+
+
+def _test_folder(path: str) -> bool:
+    """Whether an add_subdirectory() path is a test folder: one of its parts is (dmlc-core's `test/unittest`,
+    `${CMAKE_CURRENT_SOURCE_DIR}/tests`)."""
+    return any(_TEST_FOLDER.search(part) for part in path.strip('"').split("/"))
 
 
 def project_options(root: Path, build: str = "build") -> dict[str, str]:
