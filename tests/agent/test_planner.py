@@ -29,6 +29,25 @@ def test_a_failed_verdicts_knowledge_never_turns_the_projects_tests_off():
     assert planner.state.extra["meson_args"] == [] and planner.state.phase == "blocked"
 
 
+def test_a_failed_verdict_takes_only_fixes_whose_exact_symptom_a_test_printed():
+    """fmt in the sample: its chrono test failed under qemu and an allocator entry, matched by words alone, had
+    the whole project built again as C++20, which no longer built its tests."""
+    related = {"verify": {"reasons": ["ctest test chrono-test failed under qemu"]}, "kb": [
+        {"id": "allocator-rebinds-to-std-allocator", "fit": "related", "actions": [
+            {"kind": "cmake_args", "args": ["-DCMAKE_CXX_STANDARD=20"], "when": "cmake"}]}]}
+    planner = Planner()
+    planner.state.system, planner.state.phase = "cmake", "finishing"
+    planner._observe(Message("tool", "finish refused", name="finish", is_error=True, data=related))
+    assert planner.state.extra["cmake_args"] == [] and planner.state.phase == "blocked"
+    exact = {**related, "kb": [{**related["kb"][0], "fit": "fix"}]}
+    planner = Planner()
+    planner.state.system, planner.state.phase = "cmake", "finishing"
+    planner.state.recipe = [{"argv": ["cmake", "-S", "src", "-B", "build"], "cwd": ".", "phase": "configure",
+                             "env": {}}]
+    planner._observe(Message("tool", "finish refused", name="finish", is_error=True, data=exact))
+    assert planner.state.extra["cmake_args"] == ["-DCMAKE_CXX_STANDARD=20"] and planner.state.phase == "steps"
+
+
 def test_the_makefiles_cross_switch_is_taken_once_whenever_make_runs_the_build():
     """Not for CMake; taken after a switch from CMake to the project's configure; never twice."""
     status = {"build_system": "cmake", "make_cross_switches": ["CROSS_BUILDING=yes"], "recipe": [

@@ -172,7 +172,11 @@ class Planner(RecipeFacts, Remedies, BuildApart, Fixes):
                 handler(result.data, result)
         elif result.name == "finish" and result.is_error:
             reasons = result.data.get("verify", {}).get("reasons") or [result.text[:500]]
-            if self._rebuild_with_fixes(result.data.get("kb") or [], kinds=_VERDICT_FIX_KINDS, keep_tests=True):
+            # only an entry whose exact symptom a failed test printed: one matched by words alone (fmt's chrono test
+            # and an allocator entry's C++20) changes how everything compiles on a guess, before the build-machine
+            # check has said whether the failure is the target's at all
+            exact = [k for k in result.data.get("kb") or [] if k.get("fit", "fix") == "fix"]
+            if self._rebuild_with_fixes(exact, kinds=_VERDICT_FIX_KINDS, keep_tests=True):
                 # the verdict's knowledge names a fix (a test's assumption about the compiler): build again with it
                 s.notes.append("built again after the verdict: " + "; ".join(reasons[:2])[:300])
                 return
