@@ -922,6 +922,27 @@ def test_a_program_a_test_script_starts_itself_runs_in_the_build_machine_check_t
     assert _elf_machine(tmp_path / "ws" / ".xbuild" / "native" / "build" / "logging_unittest") == 62
 
 
+@pytest.mark.slow
+def test_the_build_machine_check_builds_only_what_the_failing_tests_need(tmp_path):
+    """clhep in the sample: one failing CTest test had the whole project built again for x86_64 (15 minutes). Its
+    program's CMake target, with what it links, is built alone; the project's other programs are not."""
+    project = _program_with_library(
+        tmp_path, "golden", GOLDEN_MISMATCH, "CMakeLists.txt",
+        "cmake_minimum_required(VERSION 3.16)\nproject(golden C)\nenable_testing()\nadd_library(l STATIC lib.c)\n"
+        "add_executable(logging_unittest main.c)\ntarget_link_libraries(logging_unittest l)\n"
+        "add_executable(unrelated_tool tool.c)\nadd_test(NAME golden COMMAND logging_unittest)\n"
+        "install(TARGETS l unrelated_tool)\n")
+    (project / "tool.c").write_text("int main(void){return 0;}\n")
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", r.stdout[-3000:] + out.get("message", "")
+    [run] = [s for s in out["verify"]["smoke_runs"] if s["path"] == "golden"]
+    assert run["triage"] == "project" and "fails the same way built for the build machine" in run["why"], run
+    native = tmp_path / "ws" / ".xbuild" / "native" / "build"
+    assert _elf_machine(native / "logging_unittest") == 62  # EM_X86_64
+    assert not (native / "unrelated_tool").exists()  # built for the target, not for the check
+    assert _elf_machine(tmp_path / "ws" / "build" / "unrelated_tool") == 183  # EM_AARCH64
+
+
 def _plant_unbuildable_dependency(prefix: Path, monkeypatch) -> None:
     """PREFIX holds, as an earlier run's build_dependency leaves it, a dependency no source can build."""
     monkeypatch.setattr(deps, "deps_root", lambda: prefix.parent / "planted-cache")

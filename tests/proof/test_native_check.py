@@ -3,8 +3,9 @@ failure from another one. `crossbuild build` meets the whole check in tests/agen
 
 from __future__ import annotations
 
+from crossbuild.env.recipes import BuildStep
 from crossbuild.foundation.targets import parse_target
-from crossbuild.proof.native_check import _compare, build_machine_target
+from crossbuild.proof.native_check import _compare, build_machine_target, only_targets
 from crossbuild.proof.second_build import _renamer
 from crossbuild.proof.smoke import SmokeRun
 
@@ -80,3 +81,16 @@ def test_another_failure_there_or_a_pass_there_still_blocks_and_says_so():
     run = _failed("expected alignment 8, got 4")
     _compare(run, crashed, X86)
     assert run.failed
+
+
+def test_the_steps_that_build_only_some_targets_name_them_and_install_nothing():
+    steps = [BuildStep(("cmake", "-S", "src", "-B", "build"), phase="configure"),
+             BuildStep(("cmake", "--build", "build", "--parallel", "2", "--target", "fmt", "gtest", "--", "-k", "0")),
+             BuildStep(("cmake", "--build", "build")),
+             BuildStep(("cmake", "--install", "build"), phase="install"),
+             BuildStep(("cmake", "--install", "build")),
+             BuildStep(("cmake", "--build", "build", "--target", "install"))]
+    assert [s.argv for s in only_targets(steps, ["chrono-test"])] == [
+        ("cmake", "-S", "src", "-B", "build"),
+        ("cmake", "--build", "build", "--parallel", "2", "--target", "chrono-test", "--", "-k", "0"),
+        ("cmake", "--build", "build", "--target", "chrono-test")]

@@ -15,6 +15,7 @@ project's own test, but crossbuild's guess at a harmless start) is run the same 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import re
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crossbuild.env import ninja_targets
 from crossbuild.env.recipes import BuildStep
 from crossbuild.env.sandbox import Limits, Sandbox
 from crossbuild.env.toolchain import Toolchain
@@ -71,11 +73,71 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
         for r in failing:
             r.why = f"{r.why}; not rechecked for {native.name}: a Makefile's test goal runs for the target only"
         return
-    built = _built_natively(root, toolchain, steps, source, edits, like, native, provide_dependencies, "native-")
+    targets = _failing_targets(failing, root, toolchain, steps, like)
+    if targets:  # first only what the failing tests need (clhep: 15 minutes for the whole project, for one test)
+        before = [(r.triage, r.why) for r in failing]
+        if _recheck_built(failing, _built_natively(root, toolchain, only_targets(steps, targets), source, edits,
+                                                   like, native, provide_dependencies, "native-"),
+                          native, source, timeout_s):
+            return
+        for r, (triage, why) in zip(failing, before, strict=True):  # a part the targets left out may be why:
+            r.triage, r.why = triage, why  # the whole build decides
+    _recheck_built(failing, _built_natively(root, toolchain, steps, source, edits, like, native,
+                                            provide_dependencies, "native-"), native, source, timeout_s)
+
+
+def _failing_targets(failing: list[SmokeRun], root: Path, toolchain: Toolchain, steps: Sequence[BuildStep],
+                     like: Sandbox) -> list[str]:
+    """The CMake targets of the programs FAILING's CTest tests run, when each test's command names at least one
+    program the build made (build.ninja's link statements name it) and the steps build with `cmake --build`;
+    else []. A test that also needs another part of the project fails otherwise there, and the whole build is
+    made then."""
+    if any(r.harness != "ctest" for r in failing) or not any(s.argv[:2] == ("cmake", "--build") for s in steps):
+        return []
+    tests = ctest_tests(root, like, Path(tempfile.mkdtemp(prefix="native-targets-", dir=toolchain.logs)))
+    by_output = {t["output"]: t["name"] for t in ninja_targets.cmake_targets(
+        toolchain.workspace, str(root.relative_to(toolchain.workspace))) if t.get("type") == "EXECUTABLE"
+        and "output" in t}
+    names = []
+    for r in failing:  # every program its command names: after the emulator's wrapper, or a script's argument
+        command = (tests.get(r.path) or ([], None))[0]
+        made = [by_output[rel] for arg in command if os.path.isabs(arg)
+                and (rel := os.path.relpath(os.path.normpath(arg), root)) in by_output]
+        if not made:
+            return []
+        names += made
+    return list(dict.fromkeys(names))
+
+
+def only_targets(steps: Sequence[BuildStep], targets: list[str]) -> list[BuildStep]:
+    """STEPS building only TARGETS (and what they need): `cmake --build` names them in place of any targets it
+    named, and nothing is installed (an install needs every target; the programs run from the build folder)."""
+    out = []
+    for step in steps:
+        argv = list(step.argv)
+        # a recorded command's phase is what it ran (`cmake --install build` is recorded as a command like any)
+        if step.phase == "install" or argv[:2] == ["cmake", "--install"] or (
+                argv[:2] == ["cmake", "--build"] and "--target" in argv and "install" in argv):
+            continue
+        if argv[:2] == ["cmake", "--build"]:
+            tool = argv.index("--") if "--" in argv else len(argv)
+            own, rest = argv[:tool], argv[tool:]
+            if "--target" in own:
+                own = own[:own.index("--target")]
+            argv = [*own, "--target", *targets, *rest]
+        out.append(dataclasses.replace(step, argv=tuple(argv)))
+    return out
+
+
+def _recheck_built(failing: list[SmokeRun], built: _NativeBuild | str, native: Target, source: str,
+                   timeout_s: float) -> bool:
+    """Run FAILING again in the build for the build machine BUILT (or say why there is none): True when that
+    settled each one (it failed the same way there, or passed), False when one was not there or failed
+    otherwise."""
     if isinstance(built, str):
         for r in failing:
             r.why = f"{r.why}; not reproduced: {built}"
-        return
+        return False
     fresh, native_root, box, log_dir, deps = built.toolchain, built.root, built.box, built.log_dir, built.deps
     wanted = {r.path for r in failing}
     by_harness = failing[0].harness is not None  # the same harness runs there (its tests are named, not paths)
@@ -95,6 +157,7 @@ def recheck(runs: Sequence[SmokeRun], root: Path, toolchain: Toolchain, steps: S
         if r.triage != "project" and (n := there.get(r.path)) is not None and n.passed and r.path in tests:
             _emulated_again(r, tests[r.path], native_root, artifacts, fresh.workspace, box, native, deps,
                             timeout_s, log_dir)
+    return all(r.triage == "project" or ((n := there.get(r.path)) is not None and n.passed) for r in failing)
 
 
 @dataclass
