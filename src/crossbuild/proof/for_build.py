@@ -36,10 +36,10 @@ def _digest(anchor: Path | str, rel: str) -> tuple[int, str] | None:
 class BuildMachineOutputs:
     """The record of one workspace's build-machine compilers, and the checks that go with it."""
 
-    def __init__(self, toolchain: Toolchain | None, installed: set[str] | None, install_dir: Path | None = None):
+    def __init__(self, toolchain: Toolchain | None, installed: set[str] | None, install_dir: Path | None):
         self.toolchain = toolchain
         self.installed = installed  # the install's file names; None: no install of target binaries to tell by
-        self.install_dir = install_dir or (toolchain.workspace / "install" if toolchain is not None else None)
+        self.install_dir = install_dir  # where they were installed (verify's INSTALL_DIR)
         self.recorded: dict[str, set[str]] = {}
         self._source_sizes: dict[int, list[str]] | None = None
         self._source_digests: set[str] = set()
