@@ -452,6 +452,22 @@ def test_a_script_test_that_finds_its_target_program_itself_is_tied_by_running_i
     assert report["proof"] == "tested", report["proof_why"]
 
 
+def test_a_test_run_again_alone_gets_the_suites_time_when_its_harness_timed_none():
+    """automake's records hold no time: `make check TESTS=x` first remakes what the check needs (gf-complete's
+    test scripts, each written by a target program under qemu, took over a minute each), so a test run again alone
+    gets what the whole suite took, not the margin alone; a timed test (CTest's) keeps four times its own time;
+    neither goes past a test's own limit."""
+    from crossbuild.proof.smoke import SmokeRun
+
+    untimed = SmokeRun(path="tools/gf_unit_w128", command=[], passed=True, harness="make check")
+    timed = SmokeRun(path="t", command=[], passed=True, harness="ctest", duration_s=2.0)
+    margin = harness_tie.AGAIN_MARGIN_S
+    assert harness_tie.alone_limit(untimed, 1000.0, 300.0) == 300.0 + margin
+    assert harness_tie.alone_limit(untimed, 200.0, 300.0) == 200.0 + margin
+    assert harness_tie.alone_limit(timed, 1000.0, 300.0) == 8.0 + margin
+    assert harness_tie.alone_limit(timed, 5.0, 300.0) == 5.0 + margin
+
+
 def test_the_targets_library_folders_reach_target_programs_only(tmp_path):
     """The folders the build wrote its shared libraries to go to qemu (QEMU_SET_ENV), never to LD_LIBRARY_PATH,
     which the host programs starting the sandbox would read; a folder whose name holds a separator is left out."""

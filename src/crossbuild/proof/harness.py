@@ -88,18 +88,20 @@ def harness_runs(root: Path, target: Target, artifacts: list[dict], toolchain: T
         return _run_make_goal(harness, root, target, toolchain, box, env, timeout, scale, log_dir,
                               dependency_lib_dirs, budget)
     commands = _listing(harness, box, env, log_dir)
+    suite_started = time.monotonic()
     runs = run(harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir, toolchain.workspace,
                total=budget)
+    suite_s = time.monotonic() - suite_started
     if budget is None:  # a budget is the suite's whole time: no test runs again after it (a hung one would, twice)
         _failed_alone_again(runs, harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir,
-                            toolchain.workspace)
+                            toolchain.workspace, suite_s)
         _slow_alone_again(runs, harness, root, box, env, max(timeout, SUITE_S) * scale, scale, log_dir,
                           toolchain.workspace)
     emulator = {str(toolchain.emulator), os.path.realpath(toolchain.emulator)} if toolchain.emulator else set()
     tie.tie(runs, harness, commands, executables | emulator)
     tie.programs_not_built(runs, commands, emulator, toolchain.workspace, executables, tie.unbuilt_programs(root))
     if box.exec_handler is not None and not any(r.passed and r.on_target for r in runs):  # qemu's record needs binfmt
-        tie.tie_by_running_again(runs, harness, toolchain, box, env, max(timeout, SUITE_S) * scale, log_dir)
+        tie.tie_by_running_again(runs, harness, toolchain, box, env, max(timeout, SUITE_S) * scale, log_dir, suite_s)
     # tests all skipped or not built (BUILD_TESTING off leaves CTest's file): the executables say what they can
     return runs if any(not r.skipped for r in runs) else []
 
@@ -128,11 +130,11 @@ def _run_make_goal(harness: Harness, root: Path, target: Target, toolchain: Tool
 
 
 def _failed_alone_again(runs: list[SmokeRun], harness: Harness, root: Path, box: Sandbox, env: dict[str, str],
-                        limit: float, scale: float, log_dir: Path, within: Path) -> None:
+                        limit: float, scale: float, log_dir: Path, within: Path, suite_s: float) -> None:
     """Tests run side by side (JOBS, crossbuild's choice, not the project's) can race on files the project never
     meant to share: jsoncpp's two reader tests write the same `.actual` files in one folder. Each test that failed
     without crashing (the first ALONE_AGAIN; not one stopped at its limit) runs again alone, twice, each time bounded
-    by four times its first duration, and read from the harness's own record; one that passes both times, with
+    as tie.alone_limit says, and read from the harness's own record; one that passes both times, with
     nothing else in that record failing, is not counted, with that evidence: it is no pass either, since a flaky
     test passes alone too. A crash is never excused this way."""
     if JOBS < 2 or sum(1 for r in runs if not r.skipped) < 2:
@@ -145,7 +147,7 @@ def _failed_alone_again(runs: list[SmokeRun], harness: Harness, root: Path, box:
         passes = 0
         for attempt in range(2):
             results = run(alone, root, box, env, limit, scale, log_dir, within, jobs=1,
-                          log_name=f"harness-alone-{n}-{attempt}.log", total=min(limit, 4 * r.duration_s) + 60)
+                          log_name=f"harness-alone-{n}-{attempt}.log", total=tie.alone_limit(r, limit, suite_s))
             mine = [x for x in results if x.path == r.path]
             if len(mine) != 1 or not mine[0].passed or any(x.failed or x.skipped for x in results):
                 break

@@ -20,6 +20,7 @@ from crossbuild.proof.smoke import NOT_BUILT, SmokeRun
 
 _ABSOLUTE = re.compile(r"/[^\s\"';=,:]+")  # an absolute path inside a command argument (`-DCLI=/ws/build/x`)
 RUN_AGAIN = 3  # passing tests run again alone, with qemu's record, when no passing test's command names the target
+AGAIN_MARGIN_S = 60.0  # added to what a test run again alone may take: the harness's own start
 _PLAIN_NAME = re.compile(r"[\w+][\w.+-]*")  # a test or folder name that is neither an option nor a glob
 _CMAKE_REGEX_SPECIAL = re.compile(r"[.^$*+?()\[\]{}|\\]")  # escaped with a backslash in CTest's -R
 
@@ -99,22 +100,33 @@ def _absent(anchor: Path, rel: str) -> bool:
     return False
 
 
+def alone_limit(r: SmokeRun, limit: float, suite_s: float) -> float:
+    """How long R may take when its harness runs it again alone: four times its first run, or, when the harness
+    timed no test (automake's records hold no time), what the whole suite took (SUITE_S): `make check TESTS=x`
+    first remakes what the check needs (gf-complete's test scripts, each written by a target program under qemu),
+    which a test's own time never shows. Never more than LIMIT, a test's own limit, and AGAIN_MARGIN_S more."""
+    return min(limit, 4 * r.duration_s if r.duration_s else suite_s) + AGAIN_MARGIN_S
+
+
 def tie_by_running_again(runs: list[SmokeRun], harness: Harness, toolchain: Toolchain, box: Sandbox,
-                          env: dict[str, str], limit: float, log_dir: Path) -> None:
+                          env: dict[str, str], limit: float, log_dir: Path, suite_s: float) -> None:
     """No passing test's command names a target program (json-c's tests are scripts that find their programs
     themselves): run up to RUN_AGAIN of the passing tests once more, each alone and the quickest first, with qemu
     keeping its per-process record (make_goal's evidence folder); the first that passes again and during which
-    qemu ran a target program is tied to the target."""
+    qemu ran a target program is tied to the target. One stopped at its limit ends the tries: the next would
+    remake the same prerequisites (alone_limit)."""
     ws = toolchain.workspace
     for n, (r, argv) in enumerate(runnable_alone(runs, harness)[:RUN_AGAIN]):
         evidence, evidence_env = fresh_evidence(toolchain)
         res = box.run(argv, cwd=harness.cwd, env=env | evidence_env,
-                      log_path=log_dir / f"harness-again-{n}.log",  # a test that passed once in D s: 4 D, not its limit
-                      limits=Limits(timeout_s=min(limit, 4 * (r.duration_s or 0.0)) + 60, max_output_bytes=16 << 20))
+                      log_path=log_dir / f"harness-again-{n}.log",
+                      limits=Limits(timeout_s=alone_limit(r, limit, suite_s), max_output_bytes=16 << 20))
         started = make_goal.programs_started(ws, evidence)
         if res.ok and started:
             r.on_target = True
             r.why = f"{started} target program run(s) under qemu when it ran again alone"
+            return
+        if res.stopped:
             return
 
 
