@@ -979,6 +979,32 @@ def test_a_test_that_fails_the_same_way_built_for_the_build_machine_is_the_proje
 
 
 @pytest.mark.slow
+def test_an_assert_that_aborts_the_same_way_built_for_the_build_machine_is_the_projects_own_failure(tmp_path):
+    """serd's test_node asserts on strtod's last digit and aborts, under qemu and natively alike. An abort right
+    after the program's own failed check is that check failing, not a crash: the build-machine check runs it there,
+    where the same assertion fails, so it is not counted and the project's other tests make the build `tested`."""
+    project = _program_with_library(
+        tmp_path, "precise", "int lib(void);\nint main(void){return lib() == 1 ? 0 : 1;}\n", "CMakeLists.txt",
+        "cmake_minimum_required(VERSION 3.16)\nproject(precise C)\nenable_testing()\nadd_library(l STATIC lib.c)\n"
+        "add_executable(t_lib main.c)\ntarget_link_libraries(t_lib l)\nadd_executable(t_strtod t_strtod.c)\n"
+        "add_test(NAME lib COMMAND t_lib)\nadd_test(NAME lib_again COMMAND t_lib)\n"
+        "add_test(NAME strtod COMMAND t_strtod)\ninstall(TARGETS l)\n")
+    (project / "t_strtod.c").write_text(
+        '#include <assert.h>\n#include <stdlib.h>\n'
+        'int main(int argc, char **argv){double x = strtod(argc > 5 ? argv[1] : "0.1", 0);\n'
+        'assert(x * 3 == 0.3);\nreturn 0;}\n')
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert out["status"] == "verified", out["message"]
+    runs = {run["path"]: run for run in out["verify"]["smoke_runs"]}
+    assert runs["strtod"]["triage"] == "project" and not runs["strtod"]["passed"], runs["strtod"]
+    assert ('fails the same way built for the build machine (x86_64-linux-musl: failed, "Assertion failed: x * 3 == '
+            '0.3') in runs["strtod"]["why"], runs["strtod"]
+    assert out["verify"]["proof"] == "tested", out["verify"]["proof_why"]
+    native = tmp_path / "ws" / ".xbuild" / "native" / "build" / "t_strtod"
+    assert _elf_machine(native) == 62  # EM_X86_64: the assertion really ran on the build machine too
+
+
+@pytest.mark.slow
 def test_a_failed_verdict_never_turns_the_failing_tests_off(tmp_path):
     """The knowledge a verdict attaches may name a fix that drops tests (build-runs-target-binary turns a
     project's test option off, for builds that run them as a build step). Taken after the verdict, it removed the

@@ -95,12 +95,26 @@ def test_load_failures_and_crashes_block_whatever_else_is_printed(exit_code, lin
     assert t.kind == "crashed" and t.blocks
 
 
-def test_a_crash_is_told_with_the_failed_assert_before_it():
-    """musl's and glibc's assert() wordings, then qemu's report of the abort: the assert is the evidence."""
+def test_an_abort_after_a_failed_assert_is_that_check_failing_not_a_crash():
+    """musl's and glibc's assert() wordings, then the abort as qemu, a shell or CTest reports it: the program's
+    own check failed (it blocks, and the build machine's run can tell whether it is the project's own); an abort
+    no failed check comes before, or any other signal, is a crash, told with the program's last words."""
+    aborts = [(134, "qemu: uncaught target signal 6 (Aborted) - core dumped"), (134, "Aborted (core dumped)"),
+              (134, "sh: line 1:  4242 Aborted                 ./check_mul"),
+              (-6, "ctest: Exception: SubprocessAborted")]
     for said in ("Assertion failed: mul(2, 3) == 6 (check_mul.c: main: 3)",
                  "check_mul: check_mul.c:3: main: Assertion `mul(2, 3) == 6' failed."):
-        t = verdict(134, ["starting", said, "qemu: uncaught target signal 6 (Aborted) - core dumped"])
-        assert t.kind == "crashed" and t.why.startswith(said) and "signal 6" in t.why, t
+        for exit_code, abort in aborts:
+            t = verdict(exit_code, ["starting", said, abort])
+            assert t.kind == "failed" and t.blocks and t.why == f"{said} (then aborted)", (abort, t)
+        natively = verdict(-6, ["starting", said])  # the build machine's run: no emulator to report the signal
+        assert natively.kind == "failed" and natively.why == f"{said} (then aborted)", natively
+        segv = verdict(-11, ["starting", said, "qemu: uncaught target signal 11 (Segmentation fault) - core dumped"])
+        assert segv.kind == "crashed" and segv.why.startswith(said) and "signal 11" in segv.why, segv
+        assert verdict(-11, ["starting", said]).kind == "crashed"
+    silent = verdict(134, ["loaded 3 rows", "qemu: uncaught target signal 6 (Aborted) - core dumped"])
+    assert silent.kind == "crashed" and silent.why.startswith("loaded 3 rows (qemu: uncaught target signal 6"), silent
+    assert verdict(-6, ["loaded 3 rows"]).kind == "crashed"
     t = verdict(-11, ["loaded 3 rows", "qemu: uncaught target signal 11 (Segmentation fault) - core dumped"])
     assert t.why == "loaded 3 rows (qemu: uncaught target signal 11 (Segmentation fault) - core dumped)"
 
@@ -174,10 +188,12 @@ def test_a_tap_test_its_runner_timed_out_or_a_runner_stopped_by_the_limit_blocks
 
 def test_one_real_failure_among_a_tap_runners_passing_tests_blocks_and_is_named():
     t = verdict(1, UV_PASSING + UV_QEMU_FORK + UV_CHOWN + NO_NETWORK)
-    assert t.blocks and t.kind == "crashed"
+    assert t.blocks and t.kind == "failed"  # its check failed, then the runner's child aborted: not a crash
     assert t.why.startswith("1 of 5 tests failed without evidence of the emulator or the sandbox (2 more with it); "
                             "first: not ok 47 - fs_chown: Assertion failed in /ws/src/test/test-fs.c on line 316: "
-                            "req->result == UV_EPERM"), t.why
+                            "req->result == UV_EPERM (then aborted)"), t.why
+    segv = [line.replace("signal 6 (Aborted)", "signal 11 (Segmentation fault)") for line in UV_CHOWN]
+    assert verdict(1, UV_PASSING + segv).kind == "crashed"
     # any signal but an abort after the evidence is a crash; a silent failure is a failure
     assert verdict(1, UV_PASSING + SEGFAULT_AFTER_NETWORK).kind == "crashed"
     silent = verdict(1, UV_PASSING + ["not ok 3 - answer", "# got 41, expected 42"])

@@ -242,7 +242,7 @@ def _harmless(runner: _Runner, probe: ProbeRun, exe: Path, *, dynamic: bool, rel
                 and said:
             own_error = f"ran `{shown}`: exited normally with its own error (exit {code}: \"{said[:120]}\")"
         tried.append(f"`{shown}`: {verdict.why}")
-        if verdict.kind == "crashed":
+        if verdict.kind == "crashed" or verdict.aborted:  # an assert() on a harmless start: rechecked as a crash
             crashed = True
             said = next((line.strip() for line in lines if line.strip() and not line.startswith("qemu:")), "")
             probe.crash = {"args": args, "exit": code, "said": said[:200]}

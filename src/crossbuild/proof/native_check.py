@@ -9,8 +9,9 @@ failure is the project's own on every machine (glog's logging_unittest compares 
 Debian patch rewrote; Debian's own build ignores its result). Such a run is reported with that evidence and does
 not block. One that passes there, or fails otherwise, still blocks, and now says what the build machine showed.
 A test program's crash is never rechecked: failing to load or dying of a signal on the target blocks whatever
-happens elsewhere. A product that crashed on one of the verifier's harmless invocations (`--version`: not the
-project's own test, but crossbuild's guess at a harmless start) is run the same way there (recheck_probes).
+happens elsewhere (an abort right after a failed check of the program's own is that check failing, triage.py).
+A product that crashed on one of the verifier's harmless invocations (`--version`: not the project's own test, but
+crossbuild's guess at a harmless start) is run the same way there (recheck_probes).
 """
 
 from __future__ import annotations

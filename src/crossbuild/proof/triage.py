@@ -17,8 +17,9 @@ Nothing else excuses: no generic "needs a terminal", "the sandbox forbids it" or
 reports one of the program's own checks failing (an assertion, FAIL, "expected ... got") and is not itself
 evidence outweighs any evidence, which may be incidental. A program stopped by its time limit (the base limit
 multiplied by the emulator's measured slowdown, slowdown.py) failed whatever it printed: "timed out after Ns (limit
-scaled xK for emulation)". Failing to load or dying of a signal is `crashed`. A program that prints its usage and
-exits 1/2/64/255 is `usage` (it wants its harness's arguments; not counted, levels.py).
+scaled xK for emulation)". Failing to load or dying of a signal is `crashed`, except an abort that follows a failed
+check of the program's own (assert(), a test framework's): that is the check failing, `failed`. A program that
+prints its usage and exits 1/2/64/255 is `usage` (it wants its harness's arguments; not counted, levels.py).
 
 A TAP runner (libuv's, glib's) is read test by test: each failed test's lines are triaged as a program's are (one
 its runner timed out failed), so a runner whose failed tests all show evidence does not block, and one real failure
@@ -47,7 +48,9 @@ _CRASH = re.compile(r"qemu: uncaught target signal|Segmentation fault|Illegal in
                     r"^bwrap: ")
 _QEMU_ITSELF = re.compile(r"ERROR:\S*\b(accel|tcg|linux-user|plugins|target|util)/\S+:\d+:\S+: assertion failed|"
                           r"qemu-\w+: \S+:\d+: \S+: Assertion .* failed")
-_ABORT = re.compile(r"uncaught target signal 6 \(Aborted\)|^\s*Aborted\b")
+# SIGABRT as the emulator, a shell (`Aborted (core dumped)`, `sh: line 1: 42 Aborted`) or CTest reports it
+_ABORT = re.compile(r"uncaught target signal 6 \(Aborted\)|^\s*Aborted\b|\d Aborted\b|Exception: SubprocessAborted")
+SIGABRT = 6
 _TEST_TIMEOUT = re.compile(r"^#?\s*timeout\b|\btimed out\b", re.IGNORECASE)  # a TAP runner's own time limit
 _TELLING = re.compile(r"assert|fail|error|expected|mismatch", re.IGNORECASE)
 # A line that reports one of the program's own checks failing: an assertion (glibc's, musl's, glib's, libuv's
@@ -80,6 +83,7 @@ _PROVIDED = ("/tmp",)  # the sandbox's own private /tmp: a failure there is the 
 class Triage:
     kind: str  # crashed | usage | environment | failed
     why: str  # the evidence: the output line, or what stopped it
+    aborted: bool = False  # `failed`, then abort()ed: its own check's assert() (_aborted_check)
 
     @property
     def blocks(self) -> bool:
@@ -102,6 +106,9 @@ def triage(exit_code: int | None, stopped: str | None, lines: list[str], timeout
     if qemu:
         return Triage("environment", f"qemu-user itself failed: {qemu[:200]}")
     crashes = [line for line in lines if _CRASH.search(line)]
+    aborted = _aborted_check(exit_code, lines, crashes, inside)
+    if aborted:
+        return Triage("failed", f"{aborted[:200]} (then aborted)", aborted=True)
     if crashes:
         return Triage("crashed", _crash_evidence(lines, crashes[0]))
     if exit_code is not None and exit_code < 0:
@@ -169,7 +176,9 @@ def _triage_test(lines: list[str], inside: tuple[str, ...] | None) -> Triage:
     crashes = [line for line in lines if _CRASH.search(line)]
     check = _failed_check(lines, inside)
     if check:  # a check of its own failed: whatever else it printed, that is the failure
-        return Triage("crashed", _crash_evidence(lines, crashes[0])) if crashes else Triage("failed", check[:200])
+        if crashes and not _aborted_check(None, lines, crashes, inside):
+            return Triage("crashed", _crash_evidence(lines, crashes[0]))
+        return Triage("failed", check[:200] + (" (then aborted)" if crashes else ""))
     timeout = _first(_TEST_TIMEOUT, lines)
     if timeout:
         return Triage("failed", f"timed out by its runner's own limit: {timeout[:160]}")
@@ -180,6 +189,19 @@ def _triage_test(lines: list[str], inside: tuple[str, ...] | None) -> Triage:
         what, line = environment
         return Triage("environment", f"{what}: {line[:160]}" + (" (then aborted)" if crashes else ""))
     return Triage("failed", (_first(_TELLING, lines) or _last(lines) or "no output")[:200])
+
+
+def _aborted_check(exit_code: int | None, lines: list[str], crashes: list[str],
+                   inside: tuple[str, ...] | None) -> str | None:
+    """The program's own failed check, when the only crash is the abort() that followed it: assert() and most
+    test frameworks abort when a check fails (serd's test_node on strtod's last digit). That is a failure of the
+    program's own, which the build machine's run of the same program can tell apart (native_check.py), not a
+    crash; any other signal, or an abort no failed check comes before, still is one."""
+    if not (crashes or exit_code == -SIGABRT) or not all(_ABORT.search(line) for line in crashes):
+        return None
+    if exit_code is not None and exit_code < 0 and exit_code != -SIGABRT:
+        return None
+    return _failed_check(lines[:lines.index(crashes[0])] if crashes else lines, inside)
 
 
 def telling_line(lines: list[str]) -> str | None:
