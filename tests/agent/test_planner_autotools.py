@@ -71,6 +71,35 @@ def test_a_release_another_automake_made_is_made_again_when_make_reruns_automake
 
 
 @pytest.mark.slow
+def test_a_configure_made_for_a_folder_the_source_lacks_is_made_again_from_the_patched_configure_ac(tmp_path):
+    """gmp's Debian tarball (+dfsg) has no doc/: Debian's patch drops doc/Makefile from configure.ac and Makefile.am,
+    and its rules run dh_autoreconf. The shipped configure still lists doc/Makefile, so config.status stops
+    (`cannot find input file: doc/Makefile.in`). The planner makes the build system again from the patched
+    configure.ac, as Debian does, and the project's test runs on the target."""
+    src = _project(tmp_path / "stripped", {
+        "configure.ac": "AC_INIT([stripped], [1.0])\nAM_INIT_AUTOMAKE([foreign])\nAC_PROG_CC\nAC_PROG_RANLIB\n"
+                        "AC_CONFIG_FILES([Makefile doc/Makefile])\nAC_OUTPUT\n",
+        "Makefile.am": "SUBDIRS = doc\nlib_LIBRARIES = libstripped.a\nlibstripped_a_SOURCES = stripped.c\n"
+                       "check_PROGRAMS = stripped_test\nstripped_test_SOURCES = stripped_test.c\n"
+                       "stripped_test_LDADD = libstripped.a\nTESTS = stripped_test\n",
+        "doc/Makefile.am": "",
+        "stripped.c": "int stripped(void) { return 3; }\n",
+        "stripped_test.c": "int stripped(void);\nint main(void) { return stripped() == 3 ? 0 : 1; }\n",
+    })
+    subprocess.run(["autoreconf", "-fi"], cwd=src, check=True, capture_output=True)
+    shutil.rmtree(src / "doc")  # the archive's copy: the folder stripped, configure as the release made it
+    shutil.rmtree(src / "autom4te.cache")
+    for name in ("configure.ac", "Makefile.am"):  # the patch
+        (src / name).write_text((src / name).read_text().replace(" doc/Makefile", "").replace("SUBDIRS = doc\n", ""))
+    r, out = _build(tmp_path, str(src), "aarch64-linux-musl")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["proof"] == "tested", out["verify"].get("proof_why")
+    assert "configure-input-file-missing" in out["message"], out["message"]
+    assert "doc/Makefile" not in (tmp_path / "ws" / "src" / "configure").read_text()
+    assert "doc/Makefile" in (src / "configure").read_text()  # the user's source is untouched
+
+
+@pytest.mark.slow
 def test_an_autotest_suite_is_listed_not_run_when_the_check_programs_are_built(tmp_path):
     """The autoconf manual's autotest rules (`check-local: ... $(SHELL) '$(TESTSUITE)' $(TESTSUITEFLAGS)`) run the
     whole suite on the build machine whatever TESTS says: building the check programs lists it instead (libtool's
