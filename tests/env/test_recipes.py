@@ -139,3 +139,24 @@ def test_a_configure_autoconf_wrote_is_autotools_and_a_hand_written_one_is_not(t
     (tmp_path / "outside").write_text(generated)
     (linked / "configure").symlink_to(tmp_path / "outside")  # a link is never read
     assert not recipes.autoconf_generated(linked)
+
+
+def test_gnulibs_gnumakefile_before_configure_is_no_build_system_of_its_own(tmp_path):
+    """gnutls ships gnulib's GNUmakefile: it includes the Makefile configure writes, and before that runs the
+    maintainer's ./bootstrap, which a release does not have. After its configure failed, the planner took it for a
+    plain Makefile and the run ended on `./bootstrap: No such file or directory` instead of configure's reason."""
+    gnulib = tmp_path / "gnulib"
+    gnulib.mkdir()
+    (gnulib / "configure.ac").write_text("AC_INIT([x], [1])\n")
+    (gnulib / "GNUmakefile").write_text("_gl-Makefile := $(wildcard [M]akefile)\nifneq ($(_gl-Makefile),)\n"
+                                        "include Makefile\n-include $(srcdir)/cfg.mk\nelse\n"
+                                        "all:\n\t@echo 'There seems to be no Makefile in this directory.'\nendif\n")
+    assert [s for s in recipes.BUILD_SYSTEMS if recipes.present(s, gnulib)] == ["autotools"]
+    (gnulib / "configure.ac").unlink()
+    assert recipes.detect_or_none(gnulib) is None
+    (gnulib / "Makefile").write_text("all:\n")  # configure's output (or a project's own): the GNUmakefile wraps it
+    assert recipes.detect(gnulib) == "make"
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "GNUmakefile").write_text("include config.mk\nall: libown.a\n")  # a project's only Makefile
+    assert recipes.detect(own) == "make" and recipes.present("make", own)

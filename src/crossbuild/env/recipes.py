@@ -102,7 +102,7 @@ def detect(source: Path) -> str:
         return "target-configure"
     if (source / "configure").exists():
         return "autotools" if autoconf_generated(source) else "configure"
-    if any((source / n).exists() for n in ("Makefile", "makefile", "GNUmakefile")):
+    if own_makefile(source):
         return "make"
     raise NoBuildSystemError(
         f"no build system found in {source} (looked for CMakeLists.txt, meson.build, configure.ac, Configure with "
@@ -124,7 +124,23 @@ def present(system: str, source: Path) -> bool:
             return system == "autotools"
         if system == "configure":
             return True
+    if system == "make":
+        return own_makefile(source)
     return any((source / m).exists() for m in _MARKERS.get(system, ()))
+
+
+# gnulib's GNUmakefile: `include Makefile` once configure has written one, a maintainer's rules (./bootstrap) before
+_INCLUDES_MAKEFILE = re.compile(r"^\s*-?include\s+Makefile\s*$", re.MULTILINE)
+
+
+def own_makefile(source: Path) -> bool:
+    """Whether SOURCE has a Makefile that builds by itself: a Makefile or makefile, or a GNUmakefile that is not a
+    wrapper around the Makefile configure writes (gnulib's, in gnutls and most GNU packages: without that Makefile
+    it runs the maintainer's bootstrap). Read below SOURCE, never through a link."""
+    if any((source / n).exists() for n in ("Makefile", "makefile")):
+        return True
+    text = safefs.read_text_or_none(source, "GNUmakefile", max_bytes=1 << 20)
+    return text is not None and not _INCLUDES_MAKEFILE.search(text)
 
 
 def autoconf_generated(source: Path) -> bool:
