@@ -1005,6 +1005,31 @@ def test_an_assert_that_aborts_the_same_way_built_for_the_build_machine_is_the_p
 
 
 @pytest.mark.slow
+def test_two_fixes_that_each_add_c_flags_are_both_kept(tmp_path):
+    """libdigidoc needed two of the knowledge base's C flags, one error after the other: the second fix's
+    -DCMAKE_C_FLAGS replaced the first (CMake keeps the last -D given), the first error came back, and the planner
+    gave up. Both flags reach the compiles, and the project's test runs on the target."""
+    project = _project(tmp_path / "oldc", {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(oldc C)\nenable_testing()\n"
+                          "add_library(oldc STATIC a.c b.c c.c)\nadd_executable(t_oldc t.c)\n"
+                          "target_link_libraries(t_oldc oldc)\nadd_test(NAME oldc COMMAND t_oldc)\n"
+                          "install(TARGETS oldc)\n",
+        "a.c": "int a(void) { return helper() + 1; }\n",  # declared nowhere: C89's implicit declaration
+        "b.c": "int helper(void);\nint b(void) { int (*f)(int) = helper; return f(0); }\n",  # wrong function type
+        "c.c": "int helper(void) { return 1; }\n",
+        "t.c": "int a(void);\nint b(void);\nint main(void) { return a() == 2 && b() == 1 ? 0 : 1; }\n",
+    })
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl", "-j", "1")
+    assert r.returncode == 0, out.get("message") or r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["proof"] == "tested", out["message"]
+    configures = [c for c in _commands(tmp_path / "runs.db", out["run_id"]) if c.startswith("cmake -S")]
+    flags = [c.count("-DCMAKE_C_FLAGS=") for c in configures]
+    assert max(flags) == 1, configures  # one argument, holding both fixes' flags
+    assert "implicit-function-declaration" in configures[-1] and "incompatible-function-pointer-types" in \
+        configures[-1], configures[-1]
+
+
+@pytest.mark.slow
 def test_a_failed_verdict_never_turns_the_failing_tests_off(tmp_path):
     """The knowledge a verdict attaches may name a fix that drops tests (build-runs-target-binary turns a
     project's test option off, for builds that run them as a build step). Taken after the verdict, it removed the

@@ -12,6 +12,7 @@ import shlex
 import threading
 from typing import Any
 
+from crossbuild.env import flag_args
 from crossbuild.models.base import Message, ToolCall, Turn
 from crossbuild.models.planner.apart import BuildApart, split_note
 from crossbuild.models.planner.fixes import Fixes
@@ -157,7 +158,7 @@ class Planner(RecipeFacts, Remedies, BuildApart, Fixes):
             argv += s.extra["make_args"]
             if step["phase"] == "build":
                 argv += s.make_goals
-        return argv
+        return flag_args.combined(argv)  # two fixes' CFLAGS: each build system keeps only the last one given
 
     def _observe(self, result: Message) -> None:
         """Take one tool result into the plan: build_status answers whatever the current phase asked (the recipe,
