@@ -1030,6 +1030,29 @@ def test_two_fixes_that_each_add_c_flags_are_both_kept(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_tests_folder_the_archive_left_out_gets_an_empty_stand_in_and_the_shipped_tests_run(tmp_path):
+    """libgd2's release archive has no tests/gdmatrix, which tests/CMakeLists.txt still adds: configure stops. The
+    missing folder gets an empty CMakeLists.txt in the workspace's copy, the tests that were shipped run on the
+    target, and the user's source is untouched."""
+    project = _project(tmp_path / "unshipped", {
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(unshipped C)\nenable_testing()\n"
+                          "add_library(unshipped STATIC lib.c)\ninstall(TARGETS unshipped)\nadd_subdirectory(tests)\n",
+        "lib.c": "int lib(void) { return 5; }\n",
+        "tests/CMakeLists.txt": "add_subdirectory(shipped)\nadd_subdirectory(gdmatrix)\n",
+        "tests/shipped/CMakeLists.txt": "add_executable(t_shipped t.c)\ntarget_link_libraries(t_shipped unshipped)\n"
+                                        "add_test(NAME shipped COMMAND t_shipped)\n",
+        "tests/shipped/t.c": "int lib(void);\nint main(void) { return lib() == 5 ? 0 : 1; }\n",
+    })
+    r, out = _build(tmp_path, str(project), "aarch64-linux-musl")
+    assert r.returncode == 0, out.get("message") or r.stdout[-3000:] + r.stderr[-2000:]
+    assert out["status"] == "verified" and out["verify"]["proof"] == "tested", out["message"]
+    assert "test-folder-not-shipped" in out["message"], out["message"]
+    assert [run["path"] for run in out["verify"]["smoke_runs"] if run["passed"]] == ["shipped"]
+    assert (tmp_path / "ws" / "src" / "tests" / "gdmatrix" / "CMakeLists.txt").read_text().startswith("# crossbuild")
+    assert not (project / "tests" / "gdmatrix").exists()
+
+
+@pytest.mark.slow
 def test_a_failed_verdict_never_turns_the_failing_tests_off(tmp_path):
     """The knowledge a verdict attaches may name a fix that drops tests (build-runs-target-binary turns a
     project's test option off, for builds that run them as a build step). Taken after the verdict, it removed the
