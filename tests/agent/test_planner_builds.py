@@ -946,21 +946,42 @@ def _elf_machine(path):
     return int.from_bytes(head[18:20], "little")
 
 
+SHARED_DEPENDENCY_WITH_A_SCRIPTED_TEST = {  # like libpng: a shared library, its test a script that starts a program
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.16)\nproject(dyn C)\nenable_testing()\n"
+                      "add_library(dyn SHARED dyn.c)\ntarget_include_directories(dyn PUBLIC "
+                      "$<INSTALL_INTERFACE:include>)\nadd_executable(t_dyn t_dyn.c)\ntarget_link_libraries(t_dyn dyn)\n"
+                      "add_test(NAME dyn COMMAND ${CMAKE_COMMAND} -DTEST_COMMAND=$<TARGET_FILE:t_dyn> "
+                      "-P ${CMAKE_SOURCE_DIR}/run.cmake)\n"
+                      "install(TARGETS dyn EXPORT dynTargets LIBRARY DESTINATION lib)\n"
+                      "install(FILES dyn.h DESTINATION include)\n"
+                      "install(EXPORT dynTargets FILE dynConfig.cmake DESTINATION lib/cmake/dyn)\n",
+    "run.cmake": "execute_process(COMMAND ${TEST_COMMAND} RESULT_VARIABLE status)\n"
+                 "if(NOT status EQUAL 0)\n  message(FATAL_ERROR \"Returned failed status ${status}!\")\nendif()\n",
+    "dyn.h": "int dyn(void);\n",
+    "dyn.c": "int dyn(void) { return 1; }\n",
+    "t_dyn.c": "#include \"dyn.h\"\nint main(void) { return dyn() == 1 ? 0 : 1; }\n",
+}
+
+
 @pytest.mark.slow
 def test_a_test_that_fails_the_same_way_built_for_the_build_machine_is_the_projects_own_failure(tmp_path,
                                                                                                 monkeypatch):
     """The planner has no fix for a failing golden-file test and gives up; the judge then builds the same steps for
-    x86_64, with the dependency the planner built (zlib) built for x86_64 too, where it fails the same way: the
-    failure is the project's, the build is verified with it not counted. The prefix also holds what an earlier run
-    left there, which this build does not use and which cannot be built at all: the check must not wait for it."""
+    x86_64, with the dependency the planner built built for x86_64 too, where it fails the same way: the failure is
+    the project's, the build is verified with it not counted. The dependency is a shared library whose own test is
+    a script that starts its program, as libpng's are (kissfft's check needed libpng): built for the check, its
+    programs name crossbuild's musl loader, which this machine has not in /lib, so that test passes there too. The
+    prefix also holds what an earlier run left there, which this build does not use and which cannot be built at
+    all: the check must not wait for it."""
+    _write_projects(tmp_path, {"dyn": SHARED_DEPENDENCY_WITH_A_SCRIPTED_TEST})
     project = _program_with_library(
         tmp_path, "golden", GOLDEN_MISMATCH, "CMakeLists.txt",
-        "cmake_minimum_required(VERSION 3.16)\nproject(golden C)\nfind_package(ZLIB REQUIRED)\n"
-        "add_library(l STATIC lib.c)\ntarget_link_libraries(l ZLIB::ZLIB)\n"
-        "add_executable(logging_unittest main.c)\ntarget_link_libraries(logging_unittest l)\ninstall(TARGETS l)\n")
-    (project / "lib.c").write_text("#include <zlib.h>\nint lib(void){return zlibVersion()[0] == '1';}\n")
+        "cmake_minimum_required(VERSION 3.16)\nproject(golden C)\nfind_package(dyn REQUIRED)\n"
+        "add_library(l STATIC lib.c)\nadd_executable(logging_unittest main.c)\n"
+        "target_link_libraries(logging_unittest l dyn)\ninstall(TARGETS l)\n")
     _plant_unbuildable_dependency(tmp_path / "prefix", monkeypatch)
-    r, out = _build(tmp_path, str(project), "riscv64-linux-musl", "--prefix", str(tmp_path / "prefix"))
+    r, out = _build(tmp_path, str(project), "riscv64-linux-musl", "--prefix", str(tmp_path / "prefix"),
+                    "--dep-source", f"dyn={tmp_path / 'dyn'}")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert out["status"] == "verified", out["message"]
     [run] = out["verify"]["smoke_runs"]
@@ -970,7 +991,8 @@ def test_a_test_that_fails_the_same_way_built_for_the_build_machine_is_the_proje
     native = tmp_path / "ws" / ".xbuild" / "native" / "build" / "logging_unittest"
     assert _elf_machine(native) == 62  # EM_X86_64
     assert _elf_machine(tmp_path / "ws" / "build" / "logging_unittest") == 243  # EM_RISCV: the product is untouched
-    assert (tmp_path / "ws" / ".xbuild" / "native-prefix" / "include" / "zlib.h").is_file()
+    assert _elf_machine(tmp_path / "ws" / ".xbuild" / "native-prefix" / "lib" / "libdyn.so") == 62
+    assert (tmp_path / "ws" / ".xbuild" / "native-prefix" / "include" / "dyn.h").is_file()
     assert not (tmp_path / "ws" / ".xbuild" / "native-prefix" / "include" / "unbuildable.h").exists()
     finishes = sqlite3.connect(tmp_path / "runs.db").execute(
         "SELECT raw_arguments FROM tool_calls WHERE run_id=? AND name='finish' ORDER BY id",
@@ -1296,6 +1318,8 @@ def test_a_dependency_whose_build_compiles_a_generator_for_the_build_machine_is_
     [dep_verdict] = [json.loads(v) for (v,) in conn.execute(
         "SELECT verify_json FROM runs WHERE source=? AND verify_json IS NOT NULL", (str(tmp_path / "gentables"),))]
     assert dep_verdict["build_tools"] == ["gen"], dep_verdict.get("reasons")
+
+
 
 
 TAP_RUNNER = r"""

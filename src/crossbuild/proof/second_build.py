@@ -39,7 +39,7 @@ class SecondBuild:
         return self.toolchain.workspace
 
 
-def _runs_here(target: Target) -> dict[str, str]:
+def runs_here(target: Target) -> dict[str, str]:
     """For a musl build of this machine's own architecture (the build-machine check), whose programs a test's
     script starts directly: link its dynamic programs with crossbuild's musl loader and the folder beside it (the
     shared C++ runtime) by path, as this machine has no /lib/ld-musl-*.so.1. Never for a product."""
@@ -75,7 +75,7 @@ def build_again(toolchain: Toolchain, steps: Sequence[BuildStep], source: str, e
     if target is not None and target != toolchain.target:
         fresh = replace(fresh, target=target, prefix=prefix or fresh_ws / ".xbuild" / "no-dependencies",
                         zig_cache=host.zig_cache_dir(target.zig_target),
-                        passthrough={**fresh.passthrough, **_runs_here(target)})
+                        passthrough={**fresh.passthrough, **runs_here(target)})
         renames[str(toolchain.prefix)] = str(fresh.prefix)
         for old, new in ((toolchain.target.name, target.name), (toolchain.target.zig_target, target.zig_target),
                          (toolchain.target.autotools_host, target.autotools_host)):

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from crossbuild.env import prefix_use
 from crossbuild.foundation.targets import Target
+from crossbuild.proof.second_build import runs_here
 from crossbuild.tools.base import Tool, ToolArgs, ToolFailure, ToolResult
 from crossbuild.tools.context import RunContext
 
@@ -70,10 +71,11 @@ def provide_again(ctx: RunContext, target: Target, prefix: Path) -> str | None:
         return None
     if ctx.dependency_builder is None:
         return "dependencies cannot be built in this session"
+    # their own tests start their programs directly, as the project's do in the check: with crossbuild's musl loader
     sub = RunContext.create(ctx.xbuild / f"deps-{target.name}", target, prefix=prefix, kb=ctx.kb, jobs=ctx.jobs,
                             sandbox_backend="none" if ctx.sandbox.backend == "none" else "auto", watch=ctx.watch,
                             dependency_builder=ctx.dependency_builder, depth=ctx.depth,
-                            passthrough=ctx.toolchain.passthrough)
+                            passthrough={**ctx.toolchain.passthrough, **runs_here(target)})
     for name, version in wanted:
         out = ctx.dependency_builder(sub, name, version)
         if not out.ok:
