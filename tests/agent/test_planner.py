@@ -492,3 +492,20 @@ def test_a_build_stopped_for_compiling_for_the_build_machine_is_not_retried_with
             assert planner.state.blocked_reason == (
                 "`make -j1` was stopped: the build compiles for EM_X86_64, not for aarch64-linux-musl (EM_AARCH64): "
                 "240 object files written since this command started, none for the target")
+
+
+def test_the_planners_finish_fits_the_finish_tool_however_long_the_verdict():
+    """libxkbcommon's verdict listed every failed test: the planner's `finish` summary went past what the tool takes,
+    and the call itself was refused (`summary: String should have at most 4000 characters`). The summary keeps its
+    start (what failed) and its end (what was tried)."""
+    from crossbuild.agent.finish import FinishArgs
+
+    failed = "the build finished but was not verified: " + "; ".join(
+        f"meson test test{n} failed under qemu (expected {n}, got {n + 1})" for n in range(200))
+    summary = failed + " Tried: applied diagnosis: -Denable-x11=false"
+    planner = Planner()
+    turn = planner._finish("blocked", summary)
+    args = FinishArgs.model_validate(json.loads(turn.tool_calls[0].arguments))
+    assert len(summary) > 4000 and len(args.summary) <= 4000
+    assert args.summary.startswith("the build finished but was not verified: meson test test0 failed")
+    assert args.summary.endswith("Tried: applied diagnosis: -Denable-x11=false")

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from crossbuild.models.base import FINISH_SUMMARY_MAX
 from crossbuild.tools import paths
 from crossbuild.tools.base import Tool, ToolArgs, ToolResult
 from crossbuild.tools.context import RunContext
@@ -15,7 +16,8 @@ from crossbuild.tools.context import RunContext
 class FinishArgs(ToolArgs):
     status: Literal["built", "blocked"] = Field(description="built: ask crossbuild to verify the build; blocked: "
                                                             "give up, with the reason in summary.")
-    summary: str = Field(max_length=4_000, description="What you did, or what blocked you and what you tried.")
+    summary: str = Field(max_length=FINISH_SUMMARY_MAX,
+                         description="What you did, or what blocked you and what you tried.")
     output_dir: str = Field("build", description="Folder holding the build's results, relative to the workspace "
                                                  "(build, or src for in-tree builds).")
 

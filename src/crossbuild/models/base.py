@@ -9,6 +9,8 @@ from typing import Any, Literal, Protocol
 
 from crossbuild.tools.base import Toolset
 
+FINISH_SUMMARY_MAX = 4_000  # the longest summary the finish tool takes (agent/finish.py)
+
 
 @dataclass
 class ToolCall:

@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from crossbuild.env import flag_args
-from crossbuild.models.base import Message, ToolCall, Turn
+from crossbuild.models.base import FINISH_SUMMARY_MAX, Message, ToolCall, Turn
 from crossbuild.models.planner.apart import BuildApart, split_note
 from crossbuild.models.planner.fixes import Fixes
 from crossbuild.models.planner.recipe import RecipeFacts
@@ -63,7 +63,7 @@ class Planner(RecipeFacts, Remedies, BuildApart, Fixes):
         if status == "blocked":
             self.gave_up = summary
         out = self.state.output_dir if status == "built" else None
-        return self._call("finish", status=status, summary=summary, output_dir=out)
+        return self._call("finish", status=status, summary=fitted(summary), output_dir=out)
 
     def _decide(self) -> Turn:
         s = self.state
@@ -272,3 +272,13 @@ def _last_results(messages: list[Message]) -> list[Message]:
             break
         out.append(m)
     return list(reversed(out))
+
+
+def fitted(summary: str, limit: int = FINISH_SUMMARY_MAX) -> str:
+    """SUMMARY within what the finish tool takes: its start (what failed) and its end (what was tried), the middle
+    cut (libxkbcommon's verdict listed every failed test, and the finish call itself was refused)."""
+    if len(summary) <= limit:
+        return summary
+    cut = " [...] "
+    head = (limit - len(cut)) * 2 // 3
+    return summary[:head] + cut + summary[len(summary) - (limit - len(cut) - head):]
