@@ -15,7 +15,7 @@ from pathlib import Path
 from crossbuild.agent.budgets import Budgets
 from crossbuild.agent.events import Event, EventSink, ignore
 from crossbuild.agent.outcome import StopReason
-from crossbuild.env import build_tools, debian_headers, dependency_names, recipes, workspace
+from crossbuild.env import build_tools, debian_headers, dependency_names, prefix_use, recipes, workspace
 from crossbuild.env import dependency_cache as deps
 from crossbuild.foundation import host, safefs
 from crossbuild.models.planner import Planner
@@ -60,6 +60,7 @@ class DependencyBuilder:
         # wait cancelled, a failure not remembered); a failure during which one happened, or a command reached its
         # time limit, is not remembered
         self.unsettled = 0
+        self.requiring: set[str] = set()  # the dependencies whose own dependencies are being installed first
 
     def __call__(self, ctx: RunContext, name: str, version: str | None = None) -> DependencyOutcome:
         start = time.monotonic()
@@ -119,6 +120,9 @@ class DependencyBuilder:
                                                                    f"{pkg.source} for {target}")
         else:
             cached = True
+        needed = self._requirements(ctx, entry)
+        if needed is not None:
+            return needed
         copy_start = time.monotonic()
         ctx.watch.note(f"{pkg.source}: {'reused from the dependency cache, ' if cached else ''}installing into the "
                        f"prefix")
@@ -135,6 +139,25 @@ class DependencyBuilder:
                                  f"({how}; {files} files copied into the prefix in {copy_s:.2f}s; {seconds:.1f}s "
                                  f"in all{left_out}){own}", cached=cached,
                                  seconds=seconds, files=files, consumer=consumer)
+
+    def _requirements(self, ctx: RunContext, entry: deps.CachedDependency) -> DependencyOutcome | None:
+        """Install first what ENTRY's own build used from the prefix (its `requires`: a cached libxml2 needs the
+        liblzma its shared library was linked with, wherever it is installed), through this builder: from the cache,
+        or built. None once they are in the prefix; else why one could not be had."""
+        have = {r.source for r in deps.recorded(ctx.prefix)}
+        for source, version in entry.requires:  # Debian sources: a prefix records no local one (prefix_use)
+            if source in have or source == entry.source or source in self.requiring:
+                continue
+            self.requiring.add(entry.source)
+            try:
+                out = self(ctx, f"debian:{source}", version)
+            finally:
+                self.requiring.discard(entry.source)
+            if not out.ok:
+                return DependencyOutcome(False, entry.source, entry.source, (
+                    f"{entry.source} was built with {source} from the prefix, which could not be provided here: "
+                    f"{out.message[:400]}"))
+        return None
 
     def _inputs(self, ctx: RunContext) -> dict:
         """How a dependency is asked for, besides its own cache key: what else decides how its build ends."""
@@ -192,7 +215,9 @@ class DependencyBuilder:
             entry = deps.store(ctx.target.name, pkg.source, version, stage, prefix=ctx.prefix,
                                build_s=time.monotonic() - start, run_id=outcome.run_id, key=key,
                                anchor=tmp,  # made by crossbuild: the build can replace `stage`, not tmp
-                               own_tests=_own_tests(outcome.verify, failing))
+                               own_tests=_own_tests(outcome.verify, failing),
+                               requires=[u for u in prefix_use.used_sources(ctx.prefix, ws.root)
+                                         if u[0] != pkg.source])
         except safefs.UnsafePath as e:  # its build made a folder on the staged path a link: nothing is taken
             return DependencyOutcome(False, pkg.source, pkg.source,
                                      f"the staged install of {source} is not a plain folder tree ({e.filename} is "

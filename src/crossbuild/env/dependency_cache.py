@@ -27,8 +27,9 @@ def deps_root() -> Path:
 
 # Raised when how crossbuild compiles changes what a dependency's files hold: 2, objects compiled -fPIE (zigwrap);
 # 3, assert() compiled in: zig's own NDEBUG cancelled (zigwrap), CMake Release at -O2 without -DNDEBUG (recipes);
-# 4, C++ shared libraries linked against the shared C++ runtime (cxx_runtime, zigwrap).
-_COMPILE_RECIPE = 4
+# 4, C++ shared libraries linked against the shared C++ runtime (cxx_runtime, zigwrap); 5, the prefix's
+# dependencies a build used recorded with it (`requires`), which entries made before do not have.
+_COMPILE_RECIPE = 5
 
 
 def cache_key(target: str, source: str, version: str | None, options: dict | None = None) -> str:
@@ -73,6 +74,9 @@ class CachedDependency:
     # what its own tests showed on the target when it was not `tested` (a few failed; a suite unfinished within its
     # time): said on every use
     own_tests: str | None = None
+    # the prefix's dependencies its own build used ([source, version]): installed first wherever it is installed
+    # (libxml2 reused into a fresh prefix without liblzma.so.5, which its shared library needs at run time)
+    requires: list[list] = field(default_factory=list)
 
     @property
     def dir(self) -> Path:
@@ -111,7 +115,8 @@ def _ours(rel: str) -> bool:
 
 def store(target: str, source: str, version: str | None, stage: Path, *, prefix: Path, build_s: float,
           run_id: str | None, options: dict | None = None, key: str | None = None,
-          anchor: Path | None = None, own_tests: str | None = None) -> CachedDependency:
+          anchor: Path | None = None, own_tests: str | None = None,
+          requires: list[tuple[str, str | None]] | None = None) -> CachedDependency:
     """Copy a staged install (STAGE/<prefix>: DESTDIR, written by a build) into the cache and rename it in atomically.
     The copy is checked: folders, regular files and links that stay inside the tree, resolved through the links it
     holds, only; whatever else the build left there (links out, chains of links that lead out, FIFOs, devices,
@@ -119,7 +124,8 @@ def store(target: str, source: str, version: str | None, stage: Path, *, prefix:
     the build cannot replace (no link is followed below it); default STAGE itself."""
     key = key or cache_key(target, source, version, options)
     entry = CachedDependency(target=target, source=source, version=version, key=key, prefix=str(prefix), files=[],
-                             built_at=time.time(), build_s=build_s, run_id=run_id, own_tests=own_tests)
+                             built_at=time.time(), build_s=build_s, run_id=run_id, own_tests=own_tests,
+                             requires=[[s, v] for s, v in requires or []])
     final = entry.dir
     tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
     safefs.remove_tree(tmp.parent, tmp.name)
