@@ -146,7 +146,8 @@ class DependencyBuilder:
         or built. None once they are in the prefix; else why one could not be had."""
         have = {r.source for r in deps.recorded(ctx.prefix)}
         for source, version in entry.requires:  # Debian sources: a prefix records no local one (prefix_use)
-            if source in have or source == entry.source or source in self.requiring:
+            # the project or a dependency being built right now provides it itself, once built
+            if source in have or source == entry.source or source in self.requiring or source in self.building:
                 continue
             self.requiring.add(entry.source)
             try:
